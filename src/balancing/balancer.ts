@@ -1,0 +1,129 @@
+/**
+ * The stateful half of balancing. A `Balancer` receives endpoint snapshots (and the outlier
+ * detector's ejections), keeps the load records, and publishes a fresh immutable `Picker`
+ * whenever what may be picked changes. The client, the proxy and the simulator all balance
+ * through this class.
+ */
+import { type Clock, systemClock } from '../core/clock.js';
+import { EndpointSet, type EndpointSetDiff } from '../core/endpoint-set.js';
+import { createRandom, type Random } from '../core/random.js';
+import { type LoadOptions, LoadTracker } from './endpoint-load.js';
+import {
+  NONE,
+  type NoneReason,
+  type PickContext,
+  type Picker,
+  type PickFn,
+  type PickResult,
+  type TrackedEndpoint,
+} from './picker.js';
+import { ensureBuiltinPolicies } from './policies/index.js';
+import { type BalancingPolicy, getPolicy, type PickerBuilder } from './policy.js';
+
+export interface BalancerOptions {
+  /** A registered policy name; default `least-request`. */
+  readonly policy?: string;
+  /** The policy's own options, validated by the policy. */
+  readonly policyOptions?: unknown;
+  readonly clock?: Clock;
+  readonly random?: Random;
+  /** Load-signal tuning (default RTT, EWMA decay). Ignored when `loads` is given. */
+  readonly loadOptions?: LoadOptions;
+  /** Share load records with another component (the simulator does). */
+  readonly loads?: LoadTracker;
+}
+
+class PublishedPicker implements Picker {
+  readonly endpoints: readonly TrackedEndpoint[];
+  readonly #pickFn: PickFn | undefined;
+  readonly #none: NoneReason;
+
+  constructor(endpoints: readonly TrackedEndpoint[], pickFn: PickFn | undefined, none: NoneReason) {
+    this.endpoints = endpoints;
+    this.#pickFn = pickFn;
+    this.#none = none;
+  }
+
+  pick(context?: PickContext): PickResult {
+    const fn = this.#pickFn;
+    if (fn === undefined) return NONE[this.#none];
+    const picked = fn(context);
+    const exclude = context?.exclude;
+    if (exclude === undefined || picked.endpoint.key !== exclude || this.endpoints.length === 1) return picked;
+    // Retry on another endpoint: ask the policy again a few times, then take the first other one.
+    for (let i = 0; i < 3; i++) {
+      const again = fn(context);
+      if (again.endpoint.key !== exclude) return again;
+    }
+    for (const t of this.endpoints) if (t.endpoint.key !== exclude) return t.result;
+    return picked;
+  }
+}
+
+export class Balancer {
+  readonly policy: BalancingPolicy;
+  readonly loads: LoadTracker;
+  readonly #builder: PickerBuilder;
+  #set: EndpointSet = EndpointSet.EMPTY;
+  #ejected: ReadonlySet<string> = new Set();
+  #picker: Picker = new PublishedPicker([], undefined, 'no-endpoints');
+  readonly #listeners = new Set<(picker: Picker) => void>();
+
+  constructor(options: BalancerOptions = {}) {
+    ensureBuiltinPolicies();
+    this.policy = getPolicy(options.policy ?? 'least-request');
+    const clock = options.clock ?? systemClock;
+    this.loads = options.loads ?? new LoadTracker(clock, options.loadOptions);
+    const parsed = this.policy.parseOptions(options.policyOptions);
+    this.#builder = this.policy.create(parsed, { clock, random: options.random ?? createRandom() });
+  }
+
+  /** The current immutable picker. Read it per request; it is replaced on every change. */
+  get picker(): Picker {
+    return this.#picker;
+  }
+
+  get endpointSet(): EndpointSet {
+    return this.#set;
+  }
+
+  get ejected(): ReadonlySet<string> {
+    return this.#ejected;
+  }
+
+  /** Installs a new endpoint snapshot; returns what changed. */
+  update(set: EndpointSet): EndpointSetDiff {
+    const diff = EndpointSet.diff(this.#set, set);
+    this.#set = set;
+    this.loads.prune(set);
+    this.#rebuild();
+    return diff;
+  }
+
+  /** Endpoint keys outlier detection has ejected; they get no new picks. */
+  setEjected(keys: ReadonlySet<string>): void {
+    this.#ejected = new Set(keys);
+    this.#rebuild();
+  }
+
+  /** Calls `listener` with every newly published picker; returns an unsubscribe function. */
+  onPicker(listener: (picker: Picker) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #rebuild(): void {
+    const eligible = this.#set.eligible();
+    const kept = this.#ejected.size === 0 ? eligible : eligible.filter((e) => !this.#ejected.has(e.key));
+    let none: NoneReason = 'no-endpoints';
+    if (this.#set.size > 0) none = eligible.length === 0 ? 'none-ready' : 'all-ejected';
+    const tracked: TrackedEndpoint[] = kept.map((endpoint) => {
+      const load = this.loads.get(endpoint.key);
+      return Object.freeze({ endpoint, load, result: Object.freeze({ type: 'picked' as const, endpoint, load }) });
+    });
+    Object.freeze(tracked);
+    const fn = tracked.length > 0 ? this.#builder.build(tracked) : undefined;
+    this.#picker = new PublishedPicker(tracked, fn, none);
+    for (const listener of this.#listeners) listener(this.#picker);
+  }
+}

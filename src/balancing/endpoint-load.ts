@@ -1,0 +1,129 @@
+/**
+ * Per-endpoint load, as pickers see it: requests in flight, a peak-sensitive EWMA of latency
+ * (Linkerd's / Finagle's model) and recent errors. Callers record each request's start and
+ * end; pickers only read. A record outlives picker rebuilds (it is keyed by endpoint key in a
+ * `LoadTracker`), so a changed endpoint keeps its history.
+ *
+ * Peak EWMA: an observed latency above the estimate replaces it at once (peaks count fully);
+ * one below it is blended with weight `exp(-elapsed / decayMs)` on the old value. Reading the
+ * estimate decays it toward zero by the time since the last observation, so an endpoint that
+ * has been quiet is tried again. A new endpoint starts at `defaultRttMs`, not 0.
+ */
+import type { Clock } from '../core/clock.js';
+
+export interface LoadOptions {
+  /** Latency assumed for an endpoint with no observation yet, in ms. */
+  readonly defaultRttMs: number;
+  /** EWMA time constant in ms: how fast old latency observations fade. */
+  readonly decayMs: number;
+}
+
+export const defaultLoadOptions: LoadOptions = Object.freeze({ defaultRttMs: 30, decayMs: 10_000 });
+
+export class EndpointLoad {
+  readonly key: string;
+  /** Requests started and not yet ended. */
+  inFlight = 0;
+  /** Requests started, ever. */
+  requests = 0;
+  /** Requests that ended in error, ever. */
+  errors = 0;
+  /** Errors since the last success. */
+  consecutiveErrors = 0;
+  /** Requests that ended successfully, ever. */
+  successes = 0;
+  readonly #clock: Clock;
+  readonly #decayMs: number;
+  #rttMs: number;
+  #stampMs: number;
+
+  constructor(key: string, clock: Clock, options: LoadOptions = defaultLoadOptions) {
+    this.key = key;
+    this.#clock = clock;
+    this.#decayMs = options.decayMs;
+    this.#rttMs = options.defaultRttMs;
+    this.#stampMs = clock.now();
+  }
+
+  /** Records a request start; returns the start time to hand back to `end`. */
+  start(): number {
+    this.inFlight++;
+    this.requests++;
+    return this.#clock.now();
+  }
+
+  /**
+   * Records a request end. `ok` false counts an error (a 5xx or a transport failure).
+   * Latency is observed either way: a slow failure is still slow.
+   */
+  end(startMs: number, ok: boolean): void {
+    if (this.inFlight > 0) this.inFlight--;
+    const now = this.#clock.now();
+    this.observe(now - startMs, now);
+    if (ok) {
+      this.successes++;
+      this.consecutiveErrors = 0;
+    } else {
+      this.errors++;
+      this.consecutiveErrors++;
+    }
+  }
+
+  /** Feeds one latency observation (ms) into the peak EWMA. */
+  observe(rttMs: number, now = this.#clock.now()): void {
+    const current = this.latencyMs(now);
+    if (rttMs > current) {
+      this.#rttMs = rttMs;
+    } else {
+      const w = Math.exp(-(now - this.#stampMs) / this.#decayMs);
+      this.#rttMs = current * w + rttMs * (1 - w);
+    }
+    this.#stampMs = now;
+  }
+
+  /** The latency estimate in ms, decayed toward 0 by the time since the last observation. */
+  latencyMs(now = this.#clock.now()): number {
+    const elapsed = now - this.#stampMs;
+    return elapsed <= 0 ? this.#rttMs : this.#rttMs * Math.exp(-elapsed / this.#decayMs);
+  }
+
+  /** Peak-EWMA cost: latency estimate × (in-flight + 1). */
+  cost(now = this.#clock.now()): number {
+    return this.latencyMs(now) * (this.inFlight + 1);
+  }
+}
+
+/** Owns the load records of one balancer (or one simulated client), keyed by endpoint key. */
+export class LoadTracker {
+  readonly clock: Clock;
+  readonly options: LoadOptions;
+  readonly #loads = new Map<string, EndpointLoad>();
+
+  constructor(clock: Clock, options: LoadOptions = defaultLoadOptions) {
+    this.clock = clock;
+    this.options = options;
+  }
+
+  /** The record for `key`, created on first use. */
+  get(key: string): EndpointLoad {
+    let load = this.#loads.get(key);
+    if (load === undefined) {
+      load = new EndpointLoad(key, this.clock, this.options);
+      this.#loads.set(key, load);
+    }
+    return load;
+  }
+
+  peek(key: string): EndpointLoad | undefined {
+    return this.#loads.get(key);
+  }
+
+  /** Drops records not in `keep` that have nothing in flight. */
+  prune(keep: ReadonlySet<string> | { has(key: string): boolean }): void {
+    for (const [key, load] of this.#loads) if (!keep.has(key) && load.inFlight === 0) this.#loads.delete(key);
+  }
+
+  values(): IterableIterator<EndpointLoad> {
+    return this.#loads.values();
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The balancing-policy contract and its registry. A policy parses its options once into a
+ * typed object, then `create()` returns a stateful `PickerBuilder` for one balancer; the
+ * builder turns each endpoint list into a pick function. State that must survive endpoint
+ * changes (a round-robin position, smooth-WRR credits) lives in the builder, not the picker.
+ *
+ * Policies register by name in one place (`policies/index.ts`); the conformance suite runs
+ * every registered policy.
+ */
+import type { Clock } from '../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import type { Random } from '../core/random.js';
+import type { PickFn, TrackedEndpoint } from './picker.js';
+
+export interface PolicyEnv {
+  readonly random: Random;
+  readonly clock: Clock;
+}
+
+export interface PickerBuilder {
+  /** A pick function over a non-empty list of eligible endpoints. */
+  build(endpoints: readonly TrackedEndpoint[]): PickFn;
+}
+
+export interface BalancingPolicy<O = unknown> {
+  readonly name: string;
+  /** One line for `--help` and docs. */
+  readonly description: string;
+  /**
+   * `load`: spreads requests by count, weight or load signals.
+   * `hash`: maps a request key (`PickContext.hash`) to a stable endpoint; spreads evenly only
+   * over many distinct keys.
+   */
+  readonly kind: 'load' | 'hash';
+  /** Validates and freezes the policy's options (`undefined` → defaults). */
+  parseOptions(input: unknown): O;
+  create(options: O, env: PolicyEnv): PickerBuilder;
+}
+
+const registry = new Map<string, BalancingPolicy>();
+
+/** Registers a policy under its name; a name may be registered once. */
+export function registerPolicy<O>(policy: BalancingPolicy<O>): void {
+  if (registry.has(policy.name)) throw new Error(`balancing policy ${policy.name} is already registered`);
+  registry.set(policy.name, policy as BalancingPolicy);
+}
+
+/** The policy registered as `name`, or an `EVENLB_UNKNOWN_POLICY` error listing the known ones. */
+export function getPolicy(name: string): BalancingPolicy {
+  const policy = registry.get(name);
+  if (policy === undefined) {
+    throw new EvenlbError(
+      ErrorCodes.UNKNOWN_POLICY,
+      `unknown balancing policy ${JSON.stringify(name)}; known policies: ${[...registry.keys()].join(', ')}`,
+      { details: { policy: name } },
+    );
+  }
+  return policy;
+}
+
+/** Every registered policy, in registration order. */
+export function registeredPolicies(): readonly BalancingPolicy[] {
+  return [...registry.values()];
+}

@@ -1,0 +1,11 @@
+/**
+ * evenlb — even load across Kubernetes pods, whatever the connections do.
+ *
+ * The public API: the core vocabulary (endpoints, endpoint sets, target URIs, feature gates,
+ * clock and random), the balancing engine, connection lifetime policy, and (as they land)
+ * the BalancedAgent client, endpoint sources and the proxy.
+ */
+export * from './balancing/index.js';
+export * from './core/index.js';
+export * from './pool/lifetime-policy.js';
+export { version } from './version.js';

@@ -1,0 +1,2 @@
+/** `evenlb/server`: the server-side connection recycler and graceful drain. */
+export {};
