@@ -1,0 +1,3 @@
+/** Discovery: the EndpointSource contract and its implementations. */
+export * from './endpoint-source.js';
+export * from './static-endpoint-source.js';
