@@ -8,5 +8,6 @@
 export * from './balancing/index.js';
 export * from './core/index.js';
 export * from './discovery/index.js';
+export * from './metrics/imbalance.js';
 export * from './pool/lifetime-policy.js';
 export { version } from './version.js';
