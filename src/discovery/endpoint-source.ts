@@ -92,10 +92,13 @@ export abstract class BaseEndpointSource implements EndpointSource {
     this.#emit({ endpoints, status: OK });
   }
 
-  /** Publishes a transient failure; the last known set is kept. */
-  protected publishFailure(error: EvenlbError): void {
+  /**
+   * Publishes a transient failure; the last known set is kept. A source whose discovery is
+   * partly failing may pass `endpoints` it still knows to be current (never an empty stand-in).
+   */
+  protected publishFailure(error: EvenlbError, endpoints?: EndpointSet): void {
     const prev = this.#snapshot;
-    this.#emit({ endpoints: prev.endpoints, status: { state: 'degraded', error } });
+    this.#emit({ endpoints: endpoints ?? prev.endpoints, status: { state: 'degraded', error } });
   }
 
   /** Publishes "does not exist"; the set becomes empty. */
