@@ -5,6 +5,8 @@ export default defineConfig({
     index: 'src/index.ts',
     'server/index': 'src/server/index.ts',
     'cli/main': 'src/cli/main.ts',
+    'demo/pod': 'src/demo/pod-main.ts',
+    'demo/load': 'src/demo/load-main.ts',
   },
   format: ['esm'],
   target: 'node20',

@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { version } from '../version.js';
+import { registerDemoCommand } from './demo.js';
 
 export function createProgram(): Command {
   const program = new Command('evenlb')
@@ -12,6 +13,7 @@ export function createProgram(): Command {
     .version(version, '-V, --version')
     .showHelpAfterError()
     .exitOverride();
+  registerDemoCommand(program);
   return program;
 }
 

@@ -1,0 +1,56 @@
+/**
+ * The demo's phases: the same Service (pods, clients, scale-out, rolling restart) balanced four
+ * ways. Each phase names the part of evenlb it needs, so a build without that part skips the
+ * phase and says why.
+ */
+
+export const PHASE_IDS = ['pinned', 'client', 'proxy', 'recycler'] as const;
+export type PhaseId = (typeof PHASE_IDS)[number];
+
+export interface PhaseInfo {
+  readonly id: PhaseId;
+  readonly title: string;
+  /** One paragraph for the report: what runs and what to look for. */
+  readonly explanation: string;
+}
+
+export const PHASES: Readonly<Record<PhaseId, PhaseInfo>> = Object.freeze({
+  pinned: {
+    id: 'pinned',
+    title: 'pinned: connections balanced, not requests',
+    explanation:
+      'The problem. Each client keeps one keep-alive connection and the endpoint is chosen only when a ' +
+      'connection is dialled: kube-proxy does this for every Service (a random DNAT per new connection), and ' +
+      "so did kube-apiserver's webhook client before WebhookRoundTripLoadBalancing (here: BalancedAgent with " +
+      'RoundTripLoadBalancing=false, or real iptables rules with --dataplane netfilter). A few connections over ' +
+      'a few pods land unevenly, the pod added by the scale-out receives nothing until connections are ' +
+      'reopened, and during the rolling restart the reconnects pile onto whichever pods exist at that moment.',
+  },
+  client: {
+    id: 'client',
+    title: 'evenlb client: BalancedAgent, per request',
+    explanation:
+      'The client-side cure. Each client uses a BalancedAgent that picks an endpoint for every request ' +
+      '(power of two choices by requests in flight) from the endpoint list it watches, with one connection pool ' +
+      'per endpoint. Load is even from the first second, the new pod gets its share as soon as it is listed, ' +
+      'and terminating pods stop receiving requests at once, so the rolling restart costs no failed request.',
+  },
+  proxy: {
+    id: 'proxy',
+    title: 'evenlb proxy: an L7 hop balancing per request',
+    explanation:
+      'The cure for clients you cannot change. The same pinned clients now talk to `evenlb proxy` (a real ' +
+      'child process), which balances each request over the pods it reads from a watched file:/// endpoint ' +
+      'list that the demo rewrites as pods come and go, as the EndpointSlice controller would. The clients ' +
+      'keep their few long-lived connections; the spread happens behind them.',
+  },
+  recycler: {
+    id: 'recycler',
+    title: 'recycler: pinned clients, servers recycle connections',
+    explanation:
+      'The server-side cure. Clients are pinned as in the first phase, but every pod runs the evenlb connection ' +
+      'recycler: after a number of requests or an age (with jitter) a connection is closed gracefully ' +
+      '(Connection: close), so clients re-dial and each re-dial is a fresh random pick. Imbalance is bounded and ' +
+      'the new pod fills up within a recycling period, at the price of periodic reconnects.',
+  },
+});

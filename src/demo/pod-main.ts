@@ -1,0 +1,112 @@
+/**
+ * A demo "pod": one child process serving HTTP/1.1 on its own loopback address, as one replica
+ * of a Service would. It counts the requests it answers and the connections it holds and
+ * reports both to the orchestrator every 100 ms (JSON lines on stdout). On `stop` it drains
+ * like a pod given SIGTERM: every further response carries `Connection: close`, and after a
+ * grace period whatever is still open is closed. With `--recycle-*` flags the server runs
+ * evenlb's connection recycler, the server-side cure for pinned keep-alive connections.
+ *
+ * Usage (spawned by the demo): `node pod.js --name pod-1 --address 127.0.1.1 [--port 0]
+ *   [--recycle-max-requests N] [--recycle-max-age-ms MS] [--recycle-grace-ms MS] --evenlb-demo RUN`
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { parseArgs } from 'node:util';
+import { systemClock } from '../core/clock.js';
+import { listenToParent, sendToParent } from './child-channel.js';
+import { loadRecycler } from './optional-parts.js';
+
+const STATS_INTERVAL_MS = 100;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      name: { type: 'string' },
+      address: { type: 'string' },
+      port: { type: 'string', default: '0' },
+      'recycle-max-requests': { type: 'string' },
+      'recycle-max-age-ms': { type: 'string' },
+      'recycle-grace-ms': { type: 'string' },
+      'evenlb-demo': { type: 'string' },
+    },
+  });
+  const name = values.name ?? 'pod';
+  const address = values.address ?? '127.0.0.1';
+  let requests = 0;
+  let openConnections = 0;
+  let connectionsTotal = 0;
+  let draining = false;
+  const sockets = new Set<Socket>();
+
+  const server = createServer((req, res) => {
+    requests++;
+    req.resume();
+    const body = `${name}\n`;
+    if (draining) res.setHeader('connection', 'close');
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  });
+  // Long-lived keep-alive connections are the point of the demo: do not let Node's 5 s default
+  // idle timeout reshuffle them behind the clients' backs.
+  server.keepAliveTimeout = 120_000;
+  server.headersTimeout = 130_000;
+  server.on('connection', (socket: Socket) => {
+    openConnections++;
+    connectionsTotal++;
+    sockets.add(socket);
+    socket.on('close', () => {
+      openConnections--;
+      sockets.delete(socket);
+    });
+  });
+
+  const maxRequests = values['recycle-max-requests'];
+  const maxAge = values['recycle-max-age-ms'];
+  if (maxRequests !== undefined || maxAge !== undefined) {
+    const recycler = await loadRecycler();
+    if (recycler === undefined) throw new Error('the connection recycler (evenlb/server) is not available');
+    recycler(server, {
+      ...(maxRequests === undefined ? {} : { maxRequestsPerConnection: Number(maxRequests) }),
+      ...(maxAge === undefined ? {} : { maxConnectionAgeMs: Number(maxAge) }),
+      ...(values['recycle-grace-ms'] === undefined ? {} : { graceMs: Number(values['recycle-grace-ms']) }),
+    });
+  }
+
+  const report = (): void => sendToParent({ type: 'stats', requests, openConnections, connectionsTotal });
+  const timer = setInterval(report, STATS_INTERVAL_MS);
+  timer.unref();
+
+  const stop = (graceMs: number): void => {
+    if (draining) return;
+    draining = true;
+    const deadline = systemClock.now() + graceMs;
+    const poll = setInterval(() => {
+      if (openConnections > 0 && systemClock.now() < deadline) return;
+      clearInterval(poll);
+      for (const s of sockets) s.destroy();
+      server.close();
+      report();
+      sendToParent({ type: 'stopped' });
+      // Let stdout flush before leaving.
+      setImmediate(() => process.exit(0));
+    }, 20);
+  };
+
+  listenToParent((message) => {
+    if (message.type === 'stop') stop(typeof message.graceMs === 'number' ? message.graceMs : 1000);
+  });
+
+  server.listen({ host: address, port: Number(values.port) }, () => {
+    const port = (server.address() as AddressInfo).port;
+    sendToParent({ type: 'listening', address, port, pid: process.pid });
+  });
+  server.on('error', (err) => {
+    sendToParent({ type: 'error', message: err.message });
+    process.exit(1);
+  });
+}
+
+main().catch((err: unknown) => {
+  sendToParent({ type: 'error', message: err instanceof Error ? err.message : String(err) });
+  process.exit(1);
+});

@@ -1,0 +1,94 @@
+/**
+ * The orchestrator's view of one demo pod: starts `demo/pod.js` on its loopback address, keeps
+ * the latest counters the pod reported, and stops it the way Kubernetes stops a pod (drain with
+ * a grace period, then kill).
+ */
+import type { EndpointInput } from '../core/endpoint.js';
+import { childScript } from './child-scripts.js';
+import { DemoChild, type Spawner } from './demo-child.js';
+import { DEMO_MARKER_FLAG, type PodStats } from './protocol.js';
+
+export type PodRole = 'initial' | 'scale-out' | 'replacement';
+
+export interface PodSpec {
+  readonly name: string;
+  readonly address: string;
+  readonly role: PodRole;
+  /** Extra pod flags (the recycler's). */
+  readonly args?: readonly string[];
+}
+
+const START_TIMEOUT_MS = 10_000;
+
+export class PodProcess {
+  readonly name: string;
+  readonly address: string;
+  readonly role: PodRole;
+  readonly child: DemoChild;
+  port = 0;
+  stats: PodStats = { requests: 0, openConnections: 0, connectionsTotal: 0 };
+  /** When the pod last served a request (ms, orchestrator clock), for "idle" checks. */
+  lastRequestAtMs = 0;
+
+  private constructor(spec: PodSpec, child: DemoChild) {
+    this.name = spec.name;
+    this.address = spec.address;
+    this.role = spec.role;
+    this.child = child;
+  }
+
+  /** Spawns the pod and resolves once it listens. */
+  static async start(spec: PodSpec, runId: string, spawner: Spawner | undefined, now: () => number) {
+    const args = [
+      childScript('pod'),
+      '--name',
+      spec.name,
+      '--address',
+      spec.address,
+      ...(spec.args ?? []),
+      DEMO_MARKER_FLAG,
+      runId,
+    ];
+    const child = new DemoChild(spec.name, process.execPath, args, spawner);
+    const pod = new PodProcess(spec, child);
+    child.on((m) => {
+      if (m.type !== 'stats') return;
+      const requests = Number(m.requests);
+      if (requests !== pod.stats.requests) pod.lastRequestAtMs = now();
+      pod.stats = {
+        requests,
+        openConnections: Number(m.openConnections),
+        connectionsTotal: Number(m.connectionsTotal),
+      };
+    });
+    try {
+      const listening = await child.next('listening', START_TIMEOUT_MS);
+      pod.port = Number(listening.port);
+    } catch (err) {
+      child.kill('SIGKILL');
+      throw err;
+    }
+    pod.lastRequestAtMs = now();
+    return pod;
+  }
+
+  get key(): string {
+    return `${this.address}:${this.port}`;
+  }
+
+  endpoint(conditions: { ready: boolean; terminating: boolean }): EndpointInput {
+    return {
+      address: this.address,
+      port: this.port,
+      targetRef: { kind: 'Pod', name: this.name, namespace: 'default' },
+      conditions: { ready: conditions.ready, serving: true, terminating: conditions.terminating },
+    };
+  }
+
+  /** Drains (responses carry `Connection: close`), closes what is left after `graceMs`, waits for exit. */
+  async stop(graceMs: number): Promise<void> {
+    if (this.child.hasExited) return;
+    this.child.send({ type: 'stop', graceMs });
+    await this.child.waitExit(graceMs + 3000);
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * `evenlb demo` end to end: check which parts of evenlb this build has, run the chosen phases
+ * one after another on real processes, print the live line and the tables, write the HTML
+ * report (and `--json` results). Ctrl-C aborts the running phase, stops every child process,
+ * removes the namespace and the temporary files, and exits 130.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Clock, systemClock } from '../core/clock.js';
+import { cliScript } from './child-scripts.js';
+import { agentDataplane, proxyDataplane } from './dataplanes.js';
+import { killAllChildren } from './demo-child.js';
+import type { DemoOptions } from './demo-options.js';
+import { type DemoReportData, renderHtmlReport } from './html-report.js';
+import { type NetfilterApi, netfilterDataplane } from './netfilter-dataplane.js';
+import { loadAgentFactory, loadRecycler } from './optional-parts.js';
+import type { PhaseResult } from './phase-result.js';
+import { PHASES, type PhaseId } from './phases.js';
+import { ProgressLine } from './progress-line.js';
+import { PhaseAborted, type PhaseDataplane, runPhase } from './run-phase.js';
+import { renderPhase, renderSummary } from './text-report.js';
+
+/** The environment variable every demo child inherits (with the run id): how strays are found. */
+export const DEMO_RUN_ENV = 'EVENLB_DEMO_RUN';
+
+/** Recycler settings for the recycler phase's pods. */
+const RECYCLE_ARGS = ['--recycle-max-requests', '200', '--recycle-max-age-ms', '1000', '--recycle-grace-ms', '500'];
+
+export interface DemoIo {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  readonly clock?: Clock;
+  /** The netfilter implementation, when this build has one. */
+  readonly netfilter?: NetfilterApi;
+}
+
+export interface DemoOutcome {
+  readonly exitCode: number;
+  readonly results: readonly PhaseResult[];
+  readonly runId: string;
+}
+
+type Availability = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+function proxyCommandAvailable(): boolean {
+  try {
+    // The CLI's own command list says whether this build has `evenlb proxy`.
+    const r = spawnSync(process.execPath, [cliScript(), '--help'], { encoding: 'utf8', timeout: 10_000 });
+    return /^\s+proxy\b/m.test(r.stdout ?? '');
+  } catch {
+    return false;
+  }
+}
+
+/** Runs the demo. Usage problems (netfilter without root) return exit code 2 before anything starts. */
+export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOutcome> {
+  const clock = io.clock ?? systemClock;
+  const runId = randomUUID().slice(0, 8);
+  const say = (text: string): void => {
+    io.stderr.write(`${text}\n`);
+  };
+
+  if (options.dataplane === 'netfilter' && options.phases.includes('pinned')) {
+    const missing =
+      io.netfilter === undefined
+        ? 'this build has no netfilter support (KubeProxyNamespace)'
+        : await io.netfilter.support();
+    if (missing !== undefined) {
+      say(
+        `evenlb demo: --dataplane netfilter needs Linux, root (CAP_NET_ADMIN and CAP_SYS_ADMIN, e.g. sudo), ` +
+          `iproute2 and iptables, to create a network namespace with kube-proxy rules: ${missing}`,
+      );
+      return { exitCode: 2, results: [], runId };
+    }
+  }
+
+  process.env[DEMO_RUN_ENV] = runId;
+  const tmp = mkdtempSync(join(tmpdir(), 'evenlb-demo-'));
+  const abort = new AbortController();
+  let interrupts = 0;
+  const onSignal = (): void => {
+    interrupts++;
+    abort.abort();
+    if (interrupts > 1) {
+      killAllChildren();
+      rmSync(tmp, { recursive: true, force: true });
+      process.exit(130);
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const removeTmp = (): void => rmSync(tmp, { recursive: true, force: true });
+  process.on('exit', removeTmp);
+
+  const progress = new ProgressLine(
+    io.stderr,
+    options.progress === 'auto' ? (io.stderr.isTTY ? 'tty' : 'plain') : options.progress,
+  );
+  const startedMs = clock.now();
+  const results: PhaseResult[] = [];
+  let aborted = false;
+  try {
+    const agent = await loadAgentFactory();
+    const recycler = await loadRecycler();
+    const availability = (id: PhaseId): Availability => {
+      switch (id) {
+        case 'pinned':
+          if (options.dataplane === 'netfilter') return { ok: true };
+          return agent ? { ok: true } : { ok: false, reason: 'BalancedAgent not available' };
+        case 'client':
+          return agent ? { ok: true } : { ok: false, reason: 'BalancedAgent not available' };
+        case 'proxy':
+          return proxyCommandAvailable() ? { ok: true } : { ok: false, reason: 'evenlb proxy not available' };
+        case 'recycler':
+          if (!recycler) return { ok: false, reason: 'connection recycler (evenlb/server) not available' };
+          return agent ? { ok: true } : { ok: false, reason: 'BalancedAgent not available (for the pinned clients)' };
+      }
+    };
+    const makeDataplane = async (id: PhaseId): Promise<PhaseDataplane> => {
+      switch (id) {
+        case 'pinned':
+          if (options.dataplane === 'netfilter' && io.netfilter !== undefined) {
+            const { SERVICE_PORT, SERVICE_VIP } = await import('./netfilter-dataplane.js');
+            return netfilterDataplane(await io.netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT }));
+          }
+          return agentDataplane(false);
+        case 'client':
+          return agentDataplane(true);
+        case 'proxy':
+          return proxyDataplane(tmp, clock);
+        case 'recycler':
+          return agentDataplane(false, RECYCLE_ARGS);
+      }
+    };
+
+    say(
+      `evenlb demo: ${options.pods} pods, ${options.clients} clients × ${options.ratePerClient} req/s, ` +
+        `${(options.durationMs / 1000).toFixed(0)} s per phase; phases: ${options.phases.join(', ')}`,
+    );
+    for (const id of options.phases) {
+      const info = PHASES[id];
+      const available = availability(id);
+      if (!available.ok) {
+        results.push({
+          id,
+          title: info.title,
+          explanation: info.explanation,
+          status: 'skipped',
+          reason: available.reason,
+        });
+        progress.note(`  ${id.padEnd(8)} skipped: ${available.reason}`);
+        continue;
+      }
+      let result: PhaseResult;
+      try {
+        const dataplane = await makeDataplane(id);
+        result = await runPhase(info, dataplane, {
+          pods: options.pods,
+          clients: options.clients,
+          durationMs: options.durationMs,
+          ratePerClient: options.ratePerClient,
+          seed: options.seed,
+          runId,
+          clock,
+          signal: abort.signal,
+          podAddress: (n) => `127.0.1.${n}`,
+          onProgress: (p) => progress.update(p),
+        });
+      } catch (err) {
+        if (err instanceof PhaseAborted) throw err;
+        result = {
+          id,
+          title: info.title,
+          explanation: info.explanation,
+          status: 'failed',
+          reason: err instanceof Error ? err.message : String(err),
+        };
+      }
+      progress.finish();
+      results.push(result);
+      if (result.status !== 'ok') progress.note(`  ${id.padEnd(8)} ${result.status}: ${result.reason}`);
+    }
+  } catch (err) {
+    if (!(err instanceof PhaseAborted)) throw err;
+    aborted = true;
+    progress.finish();
+    say('evenlb demo: interrupted; every pod, client and proxy is stopped');
+  } finally {
+    killAllChildren();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    removeTmp();
+    process.off('exit', removeTmp);
+  }
+  if (aborted) return { exitCode: 130, results, runId };
+
+  const totalMs = clock.now() - startedMs;
+  io.stdout.write(`\n${results.map(renderPhase).join('\n\n')}\n\n${renderSummary(results)}\n`);
+  const report: DemoReportData = {
+    generatedAt: new Date().toISOString(),
+    options: { ...options },
+    totalMs: Math.round(totalMs),
+    phases: results,
+  };
+  const htmlPath = resolve(options.output);
+  await writeFile(htmlPath, renderHtmlReport(report));
+  io.stdout.write(`\nreport: ${htmlPath}\n`);
+  if (options.json !== undefined) {
+    await writeFile(resolve(options.json), `${JSON.stringify({ runId, ...report }, null, 2)}\n`);
+  }
+  const failed = results.some((r) => r.status === 'failed');
+  return { exitCode: failed ? 1 : 0, results, runId };
+}
