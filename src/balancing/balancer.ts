@@ -6,8 +6,9 @@
  */
 import { type Clock, systemClock } from '../core/clock.js';
 import { EndpointSet, type EndpointSetDiff } from '../core/endpoint-set.js';
+import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
 import { createRandom, type Random } from '../core/random.js';
-import { type LoadOptions, LoadTracker } from './endpoint-load.js';
+import { type LoadOptions, LoadTracker, parseLoadOptions } from './endpoint-load.js';
 import {
   NONE,
   type NoneReason,
@@ -25,12 +26,59 @@ export interface BalancerOptions {
   readonly policy?: string;
   /** The policy's own options, validated by the policy. */
   readonly policyOptions?: unknown;
+  /** Default: the shared `loads` tracker's clock, else the system clock. */
   readonly clock?: Clock;
   readonly random?: Random;
-  /** Load-signal tuning (default RTT, EWMA decay). Ignored when `loads` is given. */
-  readonly loadOptions?: LoadOptions;
+  /**
+   * Load-signal tuning (default RTT, EWMA decay); missing fields take the defaults. Ignored
+   * when `loads` is given. A policy that declares load options (`peak-ewma`'s `defaultRttMs`,
+   * `decayMs`) applies them here; setting the same field differently in both places is an error.
+   */
+  readonly loadOptions?: Partial<LoadOptions>;
   /** Share load records with another component (the simulator does). */
   readonly loads?: LoadTracker;
+}
+
+/**
+ * The load options a balancer's `LoadTracker` uses: defaults, then `loadOptions`, then what
+ * the policy's options declare (`BalancingPolicy.loadOptions`). A field set differently by the
+ * caller and by the policy is an `EVENLB_INVALID_OPTION` error naming both, never a silent pick.
+ *
+ * @example
+ * const policy = getPolicy('peak-ewma');
+ * resolveLoadOptions(policy, policy.parseOptions({ decayMs: 5000 })) // → { defaultRttMs: 30, decayMs: 5000 }
+ */
+export function resolveLoadOptions(
+  policy: BalancingPolicy,
+  parsedPolicyOptions: unknown,
+  loadOptions?: Partial<LoadOptions>,
+): LoadOptions {
+  const base = parseLoadOptions(loadOptions, 'Balancer loadOptions');
+  const declared = policy.loadOptions?.(parsedPolicyOptions) ?? {};
+  const out: { -readonly [K in keyof LoadOptions]: number } = { ...base };
+  for (const field of ['defaultRttMs', 'decayMs'] as const) {
+    const fromPolicy = declared[field];
+    if (fromPolicy === undefined) continue;
+    const fromCaller = loadOptions?.[field];
+    if (fromCaller !== undefined && fromCaller !== fromPolicy)
+      throw loadConflict(policy.name, field, fromPolicy, fromCaller);
+    out[field] = fromPolicy;
+  }
+  return Object.freeze(out);
+}
+
+function loadConflict(
+  policy: string,
+  field: string,
+  fromPolicy: number,
+  other: unknown,
+  where = 'loadOptions',
+): EvenlbError {
+  return new EvenlbError(
+    ErrorCodes.INVALID_OPTION,
+    `Balancer: ${policy} policy option "${field}" is ${fromPolicy} but ${where}.${field} is ${describeValue(other)}; set it in one place`,
+    { details: { component: 'Balancer', field: `policyOptions.${field}`, expected: String(fromPolicy) } },
+  );
 }
 
 class PublishedPicker implements Picker {
@@ -72,9 +120,21 @@ export class Balancer {
   constructor(options: BalancerOptions = {}) {
     ensureBuiltinPolicies();
     this.policy = getPolicy(options.policy ?? 'least-request');
-    const clock = options.clock ?? systemClock;
-    this.loads = options.loads ?? new LoadTracker(clock, options.loadOptions);
+    const clock = options.clock ?? options.loads?.clock ?? systemClock;
     const parsed = this.policy.parseOptions(options.policyOptions);
+    if (options.loads === undefined) {
+      this.loads = new LoadTracker(clock, resolveLoadOptions(this.policy, parsed, options.loadOptions));
+    } else {
+      // A shared tracker is already configured: the policy's declared settings must agree with it.
+      const declared = this.policy.loadOptions?.(parsed) ?? {};
+      for (const field of ['defaultRttMs', 'decayMs'] as const) {
+        const v = declared[field];
+        if (v !== undefined && v !== options.loads.options[field]) {
+          throw loadConflict(this.policy.name, field, v, options.loads.options[field], 'the shared load tracker');
+        }
+      }
+      this.loads = options.loads;
+    }
     this.#builder = this.policy.create(parsed, { clock, random: options.random ?? createRandom() });
   }
 

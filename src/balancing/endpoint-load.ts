@@ -10,6 +10,7 @@
  * has been quiet is tried again. A new endpoint starts at `defaultRttMs`, not 0.
  */
 import type { Clock } from '../core/clock.js';
+import { opt, parseOptions } from '../core/options.js';
 
 export interface LoadOptions {
   /** Latency assumed for an endpoint with no observation yet, in ms. */
@@ -19,6 +20,24 @@ export interface LoadOptions {
 }
 
 export const defaultLoadOptions: LoadOptions = Object.freeze({ defaultRttMs: 30, decayMs: 10_000 });
+
+/** The option spec of `LoadOptions`; both fields optional, defaults from `defaultLoadOptions`. */
+export const loadOptionsSpec = {
+  /** Latency assumed for an endpoint with no observation yet, in ms; > 0 so a new endpoint never looks free. */
+  defaultRttMs: opt.number({ min: 0, exclusiveMin: true, default: defaultLoadOptions.defaultRttMs }),
+  /** EWMA time constant in ms. */
+  decayMs: opt.number({ min: 0, exclusiveMin: true, default: defaultLoadOptions.decayMs }),
+};
+
+/**
+ * Validates (possibly partial) load options and fills defaults.
+ *
+ * @example
+ * parseLoadOptions({ decayMs: 5000 }) // → { defaultRttMs: 30, decayMs: 5000 }
+ */
+export function parseLoadOptions(input: Partial<LoadOptions> | undefined, component = 'load tracker'): LoadOptions {
+  return parseOptions(component, input, loadOptionsSpec);
+}
 
 export class EndpointLoad {
   readonly key: string;
@@ -99,9 +118,10 @@ export class LoadTracker {
   readonly options: LoadOptions;
   readonly #loads = new Map<string, EndpointLoad>();
 
-  constructor(clock: Clock, options: LoadOptions = defaultLoadOptions) {
+  /** `options` may be partial; missing fields take `defaultLoadOptions`, bad values are rejected. */
+  constructor(clock: Clock, options: Partial<LoadOptions> = defaultLoadOptions) {
     this.clock = clock;
-    this.options = options;
+    this.options = parseLoadOptions(options);
   }
 
   /** The record for `key`, created on first use. */

@@ -10,6 +10,7 @@
 import type { Clock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { Random } from '../core/random.js';
+import type { LoadOptions } from './endpoint-load.js';
 import type { PickFn, TrackedEndpoint } from './picker.js';
 
 export interface PolicyEnv {
@@ -32,9 +33,20 @@ export interface BalancingPolicy<O = unknown> {
    * over many distinct keys.
    */
   readonly kind: 'load' | 'hash';
+  /**
+   * True when the policy deliberately spreads evenly regardless of endpoint weight (plain
+   * `round-robin`, as in gRPC and IPVS `rr`). Absent or false: picks follow weights.
+   */
+  readonly ignoresWeights?: boolean;
   /** Validates and freezes the policy's options (`undefined` → defaults). */
   parseOptions(input: unknown): O;
   create(options: O, env: PolicyEnv): PickerBuilder;
+  /**
+   * Load-signal settings the policy's options fix (e.g. `peak-ewma`'s `defaultRttMs` and
+   * `decayMs`). The `Balancer` applies them to the `LoadTracker` it creates; only fields the
+   * caller actually set are returned, so defaults never conflict with `BalancerOptions.loadOptions`.
+   */
+  loadOptions?(options: O): Partial<LoadOptions>;
 }
 
 const registry = new Map<string, BalancingPolicy>();

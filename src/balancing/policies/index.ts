@@ -5,11 +5,23 @@
  */
 import { type BalancingPolicy, registeredPolicies, registerPolicy } from '../policy.js';
 import { leastRequestPolicy } from './least-request/least-request-policy.js';
+import { maglevPolicy } from './maglev/maglev-policy.js';
+import { peakEwmaPolicy } from './peak-ewma/peak-ewma-policy.js';
+import { randomPolicy } from './random/random-policy.js';
+import { ringHashPolicy } from './ring-hash/ring-hash-policy.js';
 import { roundRobinPolicy } from './round-robin/round-robin-policy.js';
+import { sourceHashPolicy } from './source-hash/source-hash-policy.js';
+import { weightedRoundRobinPolicy } from './weighted-round-robin/weighted-round-robin-policy.js';
 
 export const builtinPolicies: readonly BalancingPolicy[] = [
   roundRobinPolicy as BalancingPolicy,
+  randomPolicy as BalancingPolicy,
+  weightedRoundRobinPolicy as BalancingPolicy,
   leastRequestPolicy as BalancingPolicy,
+  peakEwmaPolicy as BalancingPolicy,
+  ringHashPolicy as BalancingPolicy,
+  maglevPolicy as BalancingPolicy,
+  sourceHashPolicy as BalancingPolicy,
 ];
 
 let registered = false;

@@ -1,52 +1,76 @@
 /**
  * `least-request`: the power of d random choices. Draw `choiceCount` distinct endpoints at
  * random and take the one with the fewest requests in flight (ties: the first drawn). With
- * d = 2 this is Envoy's default LEAST_REQUEST: near-optimal spread without global scans.
- * Weights scale the comparison: in-flight / weight.
+ * d = 2 this is Envoy's default LEAST_REQUEST: near-optimal spread without a global scan.
+ * Draws are O(d) and allocation-free (see `CandidateDraw`).
+ *
+ * Weights: candidates are drawn in proportion to weight and compared by in-flight per unit of
+ * weight, so at equal load picks follow weights, and under load in-flight settles in
+ * proportion to weight.
  */
-import { opt, parseOptions } from '../../../core/options.js';
-import type { PickFn, TrackedEndpoint } from '../../picker.js';
+import { opt, type Parsed, parseOptions } from '../../../core/options.js';
+import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy } from '../../policy.js';
+import { CandidateDraw } from '../../sampling/candidate-draw.js';
+import { endpointWeights, inverseRelativeWeights, weightsUniform } from '../../sampling/weights.js';
 
-export interface LeastRequestOptions {
-  /** How many random endpoints to compare per pick (d); default 2. */
-  readonly choiceCount: number;
-}
+const spec = {
+  /** How many distinct random endpoints to compare per pick (d); default 2. */
+  choiceCount: opt.int({ min: 1, max: 64, default: 2 }),
+};
+
+export type LeastRequestOptions = Parsed<typeof spec>;
 
 export const leastRequestPolicy: BalancingPolicy<LeastRequestOptions> = {
   name: 'least-request',
   description: 'power of d random choices (default 2) by requests in flight',
   kind: 'load',
-  parseOptions: (input) =>
-    parseOptions('least-request policy', input, { choiceCount: opt.int({ min: 1, default: 2 }) }),
+  parseOptions: (input) => parseOptions('least-request policy', input, spec),
   create(options, env) {
     const random = env.random;
     return {
       build(endpoints: readonly TrackedEndpoint[]): PickFn {
         const n = endpoints.length;
-        const d = Math.min(options.choiceCount, n);
-        const uniformWeights = endpoints.every((t) => t.endpoint.weight === endpoints[0]?.endpoint.weight);
+        const results: readonly Picked[] = endpoints.map((t) => t.result);
         if (n === 1) {
-          const only = (endpoints[0] as TrackedEndpoint).result;
+          const only = results[0] as Picked;
           return () => only;
         }
+        const loads = endpoints.map((t) => t.load);
+        const d = Math.min(options.choiceCount, n);
+        if (weightsUniform(endpoints)) {
+          const draw = new CandidateDraw(n, random);
+          return () => {
+            draw.begin();
+            let best = draw.next();
+            let bestScore = loads[best]!.inFlight;
+            for (let c = 1; c < d; c++) {
+              const i = draw.next();
+              const score = loads[i]!.inFlight;
+              if (score < bestScore) {
+                best = i;
+                bestScore = score;
+              }
+            }
+            return results[best]!;
+          };
+        }
+        const weights = endpointWeights(endpoints);
+        const perWeight = inverseRelativeWeights(weights);
+        const draw = new CandidateDraw(n, random, weights);
         return () => {
-          // Distinct choices without allocation: a random start and a random odd-free stride
-          // would bias; instead draw d indices, skipping repeats by linear probing.
-          let best = endpoints[random.int(n)] as TrackedEndpoint;
-          let bestScore = uniformWeights ? best.load.inFlight : best.load.inFlight / best.endpoint.weight;
-          let first = best;
-          for (let i = 1; i < d; i++) {
-            let c = endpoints[random.int(n)] as TrackedEndpoint;
-            if (c === first || c === best) c = endpoints[(endpoints.indexOf(c) + 1) % n] as TrackedEndpoint;
-            const score = uniformWeights ? c.load.inFlight : c.load.inFlight / c.endpoint.weight;
+          draw.begin();
+          let best = draw.next();
+          let bestScore = loads[best]!.inFlight * perWeight[best]!;
+          for (let c = 1; c < d; c++) {
+            const i = draw.next();
+            const score = loads[i]!.inFlight * perWeight[i]!;
             if (score < bestScore) {
-              best = c;
+              best = i;
               bestScore = score;
             }
-            first = c;
           }
-          return best.result;
+          return results[best]!;
         };
       },
     };

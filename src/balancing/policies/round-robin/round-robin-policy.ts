@@ -1,18 +1,28 @@
 /**
- * `round-robin`: each endpoint in turn, starting at a random offset so that many clients do
- * not all start on the first endpoint. The position is an endpoint key remembered across
- * picker rebuilds: when the set changes, rotation resumes after the last endpoint picked
- * instead of restarting, so no endpoint is skipped or favoured by frequent updates.
+ * `round-robin`: each eligible endpoint in turn, in the order discovery lists them, starting
+ * at a random offset so that many clients do not all start on the same endpoint. Weights are
+ * ignored on purpose (as gRPC's `round_robin` and IPVS `rr`); use `weighted-round-robin` for
+ * weights.
+ *
+ * The position survives picker rebuilds: a new picker resumes right after the endpoint picked
+ * last, or — if that endpoint is gone — at the first endpoint that followed it in the previous
+ * list and is still present. Frequent endpoint changes therefore neither skip nor favour anyone.
  */
 import { parseOptions } from '../../../core/options.js';
-import type { PickFn, TrackedEndpoint } from '../../picker.js';
+import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy, PickerBuilder, PolicyEnv } from '../../policy.js';
 
-export type RoundRobinOptions = Record<string, never>;
+export type RoundRobinOptions = Readonly<Record<string, never>>;
+
+/** Where rotation stands: the list last picked from and the index picked in it (-1: none yet). */
+interface Position {
+  list: readonly TrackedEndpoint[];
+  index: number;
+}
 
 class RoundRobinBuilder implements PickerBuilder {
   readonly #env: PolicyEnv;
-  #lastKey: string | undefined;
+  readonly #position: Position = { list: [], index: -1 };
 
   constructor(env: PolicyEnv) {
     this.#env = env;
@@ -20,28 +30,38 @@ class RoundRobinBuilder implements PickerBuilder {
 
   build(endpoints: readonly TrackedEndpoint[]): PickFn {
     const n = endpoints.length;
-    let next: number;
-    const lastIndex = this.#lastKey === undefined ? -1 : endpoints.findIndex((t) => t.endpoint.key === this.#lastKey);
-    if (lastIndex >= 0) next = (lastIndex + 1) % n;
-    else if (this.#lastKey !== undefined) {
-      // The last-picked endpoint is gone: continue at the first endpoint sorting after it.
-      const last = this.#lastKey;
-      const after = endpoints.findIndex((t) => t.endpoint.key > last);
-      next = Math.max(after, 0);
-    } else next = this.#env.random.int(n);
+    const results: readonly Picked[] = endpoints.map((t) => t.result);
+    const position = this.#position;
+    let next = this.#resume(endpoints);
     return () => {
-      const t = endpoints[next] as TrackedEndpoint;
-      next = next + 1 === n ? 0 : next + 1;
-      this.#lastKey = t.endpoint.key;
-      return t.result;
+      const i = next;
+      next = i + 1 === n ? 0 : i + 1;
+      position.list = endpoints;
+      position.index = i;
+      return results[i]!;
     };
+  }
+
+  /** The index in `endpoints` at which rotation continues. */
+  #resume(endpoints: readonly TrackedEndpoint[]): number {
+    const { list, index } = this.#position;
+    if (index < 0) return this.#env.random.int(endpoints.length);
+    const at = new Map<string, number>(endpoints.map((t, i) => [t.endpoint.key, i]));
+    const last = at.get(list[index]!.endpoint.key);
+    if (last !== undefined) return (last + 1) % endpoints.length;
+    for (let step = 1; step < list.length; step++) {
+      const found = at.get(list[(index + step) % list.length]!.endpoint.key);
+      if (found !== undefined) return found;
+    }
+    return this.#env.random.int(endpoints.length);
   }
 }
 
 export const roundRobinPolicy: BalancingPolicy<RoundRobinOptions> = {
   name: 'round-robin',
-  description: 'each eligible endpoint in turn, from a random start; fair across endpoint changes',
+  description: 'each eligible endpoint in turn, from a random start; fair across endpoint changes; ignores weights',
   kind: 'load',
+  ignoresWeights: true,
   parseOptions: (input) => parseOptions('round-robin policy', input, {}) as RoundRobinOptions,
   create: (_options, env) => new RoundRobinBuilder(env),
 };
