@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { version } from '../version.js';
 import { registerDemoCommand } from './demo.js';
+import { registerProxyCommand } from './proxy.js';
 
 export function createProgram(): Command {
   const program = new Command('evenlb')
@@ -14,6 +15,7 @@ export function createProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerDemoCommand(program);
+  registerProxyCommand(program);
   return program;
 }
 

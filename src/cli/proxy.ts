@@ -1,0 +1,117 @@
+/**
+ * `evenlb proxy`: the L7/L4 balancing proxy. Flags cover the simple case (one listener, one
+ * upstream target); `--config FILE` takes the full YAML configuration. An invalid
+ * configuration exits with code 2 before anything starts. With `--config`, SIGHUP and changes
+ * to the file reload it; a bad reload keeps the running configuration and logs why. SIGTERM
+ * and SIGINT drain and stop.
+ */
+import { watch } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { isEvenlbError } from '../core/errors.js';
+import type { ProxyConfig } from '../proxy/config-schema.js';
+import { Proxy } from '../proxy/proxy.js';
+import { configFromFlags, loadProxyConfigFile } from '../proxy/proxy-config.js';
+
+interface ProxyCliOptions {
+  config?: string;
+  listen?: string;
+  upstream?: string;
+  policy?: string;
+  admin?: string;
+  protocol?: 'http1' | 'h2';
+  accessLog?: boolean;
+}
+
+function usage(message: string): void {
+  process.stderr.write(`evenlb proxy: ${message}\n`);
+  process.exitCode = 2;
+}
+
+export function registerProxyCommand(program: Command): void {
+  program
+    .command('proxy')
+    .description('Balance requests (HTTP/1.1, HTTP/2, gRPC) or connections (TCP) over a Service’s endpoints.')
+    .option(
+      '-c, --config <file>',
+      'YAML configuration file (listeners, clusters, routes); reloaded on SIGHUP and change',
+    )
+    .option('--listen <host:port>', 'listen address for HTTP/1.1 and h2c', '127.0.0.1:8080')
+    .option('--upstream <target>', 'upstream target URI: static:///, dns:///, k8s:///, file:///')
+    .option('--policy <name>', 'balancing policy (default least-request)')
+    .option('--protocol <http1|h2>', 'upstream protocol (h2 for gRPC)')
+    .option('--admin <host:port>', 'admin listener: /metrics, /endpoints, /config, /healthz, /readyz, dashboard')
+    .option('--access-log', 'log every request as JSON to stderr')
+    .action(async (opts: ProxyCliOptions) => {
+      let config: ProxyConfig;
+      try {
+        if (opts.config !== undefined) {
+          if (opts.upstream !== undefined) return usage('--config and --upstream cannot be combined');
+          config = loadProxyConfigFile(opts.config);
+        } else {
+          if (opts.upstream === undefined) return usage('either --config FILE or --upstream TARGET is required');
+          if (opts.protocol !== undefined && opts.protocol !== 'http1' && opts.protocol !== 'h2') {
+            return usage(`--protocol must be "http1" or "h2"; received ${JSON.stringify(opts.protocol)}`);
+          }
+          config = configFromFlags({
+            listen: opts.listen ?? '127.0.0.1:8080',
+            upstream: opts.upstream,
+            ...(opts.policy === undefined ? {} : { policy: opts.policy }),
+            ...(opts.admin === undefined ? {} : { admin: opts.admin }),
+            ...(opts.protocol === undefined ? {} : { protocol: opts.protocol }),
+            ...(opts.accessLog === undefined ? {} : { accessLog: opts.accessLog }),
+          });
+        }
+      } catch (err) {
+        if (isEvenlbError(err)) return usage(err.message);
+        throw err;
+      }
+      const proxy = await Proxy.start(config);
+      const file = opts.config;
+      if (file !== undefined) {
+        let pending: NodeJS.Timeout | undefined;
+        const reload = (why: string): void => {
+          let next: ProxyConfig;
+          try {
+            next = loadProxyConfigFile(file);
+          } catch (err) {
+            proxy.metrics.reloads.inc({ result: 'invalid' });
+            proxy.logger.error(
+              { file, trigger: why, err: (err as Error).message },
+              'reload rejected; keeping the running configuration',
+            );
+            return;
+          }
+          proxy.reload(next).catch((err: unknown) => {
+            proxy.logger.error(
+              { file, trigger: why, err: (err as Error).message },
+              'reload failed; keeping the running configuration',
+            );
+          });
+        };
+        process.on('SIGHUP', () => reload('SIGHUP'));
+        try {
+          // Watch the directory: editors and ConfigMap updates replace the file (a new inode).
+          const name = basename(file);
+          const watcher = watch(dirname(resolve(file)), { persistent: false }, (_event, changed) => {
+            if (changed !== null && changed !== name && !changed.startsWith('..')) return;
+            if (pending !== undefined) clearTimeout(pending);
+            pending = setTimeout(() => reload('file-change'), 200);
+            pending.unref();
+          });
+          watcher.on('error', () => {});
+        } catch {
+          proxy.logger.warn({ file }, 'cannot watch the configuration file; reload with SIGHUP');
+        }
+      }
+      const stop = (signal: string): void => {
+        proxy.logger.info({ signal }, 'draining');
+        proxy.close().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+    });
+}

@@ -1,0 +1,307 @@
+/**
+ * The proxy's Prometheus instruments, all named here (`evenlb_proxy_*`). Per-endpoint
+ * request, in-flight and error counts are read from the balancer's load records at scrape
+ * time (the hot path pays nothing for them); latency is a histogram observed per upstream
+ * attempt; imbalance gauges (max/mean, coefficient of variation, Jain's index from
+ * `imbalance()`) are computed over a sliding window of per-endpoint request counts sampled
+ * once a second. `snapshot()` gives the same figures as JSON for the dashboard.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Balancer } from '../balancing/balancer.js';
+import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
+import { type Imbalance, imbalance } from './imbalance.js';
+
+/** What the metrics read from one cluster. */
+export interface ClusterView {
+  readonly name: string;
+  readonly balancer: Balancer;
+  /** Open upstream connections (or HTTP/2 sessions, or TCP connections) per endpoint key. */
+  connections(): ReadonlyMap<string, number>;
+}
+
+/** Metric names, exported so dashboards and tests use the names the proxy really exports. */
+export const proxyMetricNames = Object.freeze({
+  upstreamRequests: 'evenlb_proxy_upstream_requests_total',
+  upstreamInFlight: 'evenlb_proxy_upstream_requests_in_flight',
+  upstreamErrors: 'evenlb_proxy_upstream_errors_total',
+  upstreamConnections: 'evenlb_proxy_upstream_connections',
+  upstreamDuration: 'evenlb_proxy_upstream_request_duration_seconds',
+  endpointEjected: 'evenlb_proxy_endpoint_ejected',
+  endpointEjections: 'evenlb_proxy_endpoint_ejections_total',
+  endpointReady: 'evenlb_proxy_endpoint_ready',
+  imbalanceMaxOverMean: 'evenlb_proxy_imbalance_max_over_mean',
+  imbalanceCov: 'evenlb_proxy_imbalance_cov',
+  imbalanceJain: 'evenlb_proxy_imbalance_jain',
+  downstreamRequests: 'evenlb_proxy_downstream_requests_total',
+  downstreamConnections: 'evenlb_proxy_downstream_connections',
+  rejected: 'evenlb_proxy_rejected_requests_total',
+  configReloads: 'evenlb_proxy_config_reloads_total',
+});
+
+interface Sample {
+  readonly atMs: number;
+  readonly counts: ReadonlyMap<string, number>;
+}
+
+export interface EndpointStats {
+  readonly key: string;
+  readonly requests: number;
+  readonly inFlight: number;
+  readonly errors: number;
+  readonly connections: number;
+  readonly latencyMs: number;
+  readonly ready: boolean;
+  readonly terminating: boolean;
+  readonly ejected: boolean;
+  readonly eligible: boolean;
+}
+
+export interface ClusterStats {
+  readonly name: string;
+  readonly endpoints: readonly EndpointStats[];
+  /** Over the sliding window's request deltas, eligible endpoints only. */
+  readonly imbalance: Imbalance;
+  readonly ejections: number;
+}
+
+export interface ProxyMetricsOptions {
+  readonly windowMs: number;
+  readonly clock?: Clock;
+  /** Adds prom-client's process metrics (CPU, memory, event loop lag). Default true. */
+  readonly processMetrics?: boolean;
+}
+
+export class ProxyMetrics {
+  readonly registry = new Registry();
+  readonly #clusters: () => readonly ClusterView[];
+  readonly #clock: Clock;
+  readonly #windowMs: number;
+  readonly #samples = new Map<string, Sample[]>();
+  readonly #ejections = new Map<string, number>();
+  readonly #lastEjected = new Map<string, ReadonlySet<string>>();
+  readonly #duration: Histogram<'cluster' | 'endpoint'>;
+  readonly #durationChildren = new Map<string, { observe(v: number): void }>();
+  readonly #downstream: Counter<'listener' | 'code'>;
+  readonly #downstreamChildren = new Map<string, { inc(): void }>();
+  readonly #rejected: Counter<'listener' | 'reason'>;
+  readonly #connections: Gauge<'listener'>;
+  readonly reloads: Counter<'result'>;
+  #timer: TimerHandle | undefined;
+  #closed = false;
+
+  constructor(clusters: () => readonly ClusterView[], options: ProxyMetricsOptions) {
+    this.#clusters = clusters;
+    this.#clock = options.clock ?? systemClock;
+    this.#windowMs = options.windowMs;
+    const r = this.registry;
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: r });
+    const n = proxyMetricNames;
+    const perEndpoint = (name: string, help: string, type: 'counter' | 'gauge', read: (s: EndpointStats) => number) => {
+      const Ctor = type === 'counter' ? Counter : Gauge;
+      const self = this;
+      new Ctor({
+        name,
+        help,
+        labelNames: ['cluster', 'endpoint'],
+        registers: [r],
+        collect(this: Counter<'cluster' | 'endpoint'> | Gauge<'cluster' | 'endpoint'>) {
+          this.reset();
+          for (const c of self.stats()) {
+            for (const e of c.endpoints) {
+              const labels = { cluster: c.name, endpoint: e.key };
+              if (this instanceof Counter) this.inc(labels, read(e));
+              else (this as Gauge<'cluster' | 'endpoint'>).set(labels, read(e));
+            }
+          }
+        },
+      });
+    };
+    perEndpoint(n.upstreamRequests, 'Requests sent to each endpoint.', 'counter', (e) => e.requests);
+    perEndpoint(n.upstreamInFlight, 'Requests in flight to each endpoint.', 'gauge', (e) => e.inFlight);
+    perEndpoint(n.upstreamErrors, 'Failed requests (5xx or transport error) per endpoint.', 'counter', (e) => e.errors);
+    perEndpoint(n.upstreamConnections, 'Open upstream connections per endpoint.', 'gauge', (e) => e.connections);
+    perEndpoint(n.endpointEjected, '1 while outlier detection ejects the endpoint.', 'gauge', (e) =>
+      e.ejected ? 1 : 0,
+    );
+    perEndpoint(n.endpointReady, '1 while the endpoint is ready.', 'gauge', (e) => (e.ready ? 1 : 0));
+    const self = this;
+    new Counter({
+      name: n.endpointEjections,
+      help: 'Outlier ejections per cluster.',
+      labelNames: ['cluster'],
+      registers: [r],
+      collect(this: Counter<'cluster'>) {
+        this.reset();
+        for (const c of self.stats()) this.inc({ cluster: c.name }, c.ejections);
+      },
+    });
+    const perCluster = (name: string, help: string, read: (i: Imbalance) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['cluster'],
+        registers: [r],
+        collect(this: Gauge<'cluster'>) {
+          this.reset();
+          for (const c of self.stats()) this.set({ cluster: c.name }, read(c.imbalance));
+        },
+      });
+    perCluster(
+      n.imbalanceMaxOverMean,
+      'Busiest endpoint over the mean, sliding window (1 = even).',
+      (i) => i.maxOverMean,
+    );
+    perCluster(
+      n.imbalanceCov,
+      'Coefficient of variation of per-endpoint requests, sliding window (0 = even).',
+      (i) => i.cov,
+    );
+    perCluster(
+      n.imbalanceJain,
+      "Jain's fairness index of per-endpoint requests, sliding window (1 = even).",
+      (i) => i.jain,
+    );
+    this.#duration = new Histogram({
+      name: n.upstreamDuration,
+      help: 'Upstream request duration (to the end of the response), seconds.',
+      labelNames: ['cluster', 'endpoint'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [r],
+    });
+    this.#downstream = new Counter({
+      name: n.downstreamRequests,
+      help: 'Requests answered per listener and status class.',
+      labelNames: ['listener', 'code'],
+      registers: [r],
+    });
+    this.#rejected = new Counter({
+      name: n.rejected,
+      help: 'Requests the proxy refused itself (bad request, no route, no endpoint).',
+      labelNames: ['listener', 'reason'],
+      registers: [r],
+    });
+    this.#connections = new Gauge({
+      name: n.downstreamConnections,
+      help: 'Open client connections per listener.',
+      labelNames: ['listener'],
+      registers: [r],
+    });
+    this.reloads = new Counter({
+      name: n.configReloads,
+      help: 'Configuration reloads by result.',
+      labelNames: ['result'],
+      registers: [r],
+    });
+    this.#sample();
+  }
+
+  /** Records one upstream attempt's duration. */
+  observeUpstream(cluster: string, endpoint: string, durationMs: number): void {
+    const key = `${cluster}\u0000${endpoint}`;
+    let child = this.#durationChildren.get(key);
+    if (child === undefined) {
+      child = this.#duration.labels(cluster, endpoint);
+      this.#durationChildren.set(key, child);
+    }
+    child.observe(durationMs / 1000);
+  }
+
+  /** Records one answered downstream request. */
+  observeDownstream(listener: string, status: number): void {
+    const code = status === 0 ? 'aborted' : `${Math.floor(status / 100)}xx`;
+    const key = `${listener}\u0000${code}`;
+    let child = this.#downstreamChildren.get(key);
+    if (child === undefined) {
+      child = this.#downstream.labels(listener, code);
+      this.#downstreamChildren.set(key, child);
+    }
+    child.inc();
+  }
+
+  rejected(listener: string, reason: string): void {
+    this.#rejected.inc({ listener, reason });
+  }
+
+  connectionOpened(listener: string): void {
+    this.#connections.inc({ listener });
+  }
+
+  connectionClosed(listener: string): void {
+    this.#connections.dec({ listener });
+  }
+
+  /** Current per-cluster, per-endpoint figures (also what `/endpoints` and the dashboard show). */
+  stats(): ClusterStats[] {
+    const out: ClusterStats[] = [];
+    const now = this.#clock.now();
+    for (const c of this.#clusters()) {
+      const b = c.balancer;
+      const eligible = new Set(b.picker.endpoints.map((t) => t.endpoint.key));
+      const conns = c.connections();
+      const endpoints: EndpointStats[] = [];
+      for (const e of b.endpointSet.endpoints) {
+        const load = b.loads.peek(e.key);
+        endpoints.push({
+          key: e.key,
+          requests: load?.requests ?? 0,
+          inFlight: load?.inFlight ?? 0,
+          errors: load?.errors ?? 0,
+          connections: conns.get(e.key) ?? 0,
+          latencyMs: load?.latencyMs(now) ?? 0,
+          ready: e.conditions.ready,
+          terminating: e.conditions.terminating,
+          ejected: b.ejected.has(e.key),
+          eligible: eligible.has(e.key),
+        });
+      }
+      out.push({
+        name: c.name,
+        endpoints,
+        imbalance: this.#windowImbalance(c.name, endpoints),
+        ejections: this.#ejections.get(c.name) ?? 0,
+      });
+    }
+    return out;
+  }
+
+  #windowImbalance(cluster: string, endpoints: readonly EndpointStats[]): Imbalance {
+    const samples = this.#samples.get(cluster);
+    const oldest = samples?.[0];
+    const deltas: number[] = [];
+    for (const e of endpoints) {
+      if (!e.eligible) continue;
+      deltas.push(e.requests - (oldest?.counts.get(e.key) ?? 0));
+    }
+    return imbalance(deltas);
+  }
+
+  #sample(): void {
+    if (this.#closed) return;
+    const now = this.#clock.now();
+    for (const c of this.#clusters()) {
+      const counts = new Map<string, number>();
+      for (const load of c.balancer.loads.values()) counts.set(load.key, load.requests);
+      let list = this.#samples.get(c.name);
+      if (list === undefined) {
+        list = [];
+        this.#samples.set(c.name, list);
+      }
+      list.push({ atMs: now, counts });
+      while (list.length > 1 && (list[0] as Sample).atMs < now - this.#windowMs) list.shift();
+      const prev = this.#lastEjected.get(c.name) ?? new Set<string>();
+      let added = 0;
+      for (const k of c.balancer.ejected) if (!prev.has(k)) added++;
+      if (added > 0) this.#ejections.set(c.name, (this.#ejections.get(c.name) ?? 0) + added);
+      this.#lastEjected.set(c.name, new Set(c.balancer.ejected));
+    }
+    const names = new Set(this.#clusters().map((c) => c.name));
+    for (const k of this.#samples.keys()) if (!names.has(k)) this.#samples.delete(k);
+    this.#timer = this.#clock.setTimeout(() => this.#sample(), 1000);
+  }
+
+  /** Stops the sampler. Idempotent. */
+  close(): void {
+    this.#closed = true;
+    this.#timer?.cancel();
+  }
+}

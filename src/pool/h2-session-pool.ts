@@ -1,0 +1,269 @@
+/**
+ * HTTP/2 upstream sessions keyed by endpoint, for the proxy's `h2` clusters (gRPC). Each
+ * request asks the cluster's `Balancer` picker for an endpoint, so streams are balanced one by
+ * one even though they share a handful of sessions. A session is reused while the shared
+ * `LifetimePolicy` lets it carry another stream (stream count, jittered age, idle time) and the
+ * peer's `maxConcurrentStreams` has room; a retired session gets no new stream and closes once
+ * its streams finish (`session.close()`, the graceful path). Sessions to endpoints that leave the
+ * eligible set are retired the same way. A session that fails to connect sends the request to
+ * another endpoint (connect failures never reached a server).
+ */
+
+import type { SecureClientSessionOptions } from 'node:http2';
+import http2 from 'node:http2';
+import type { Balancer } from '../balancing/balancer.js';
+import type { EndpointLoad } from '../balancing/endpoint-load.js';
+import type { PickContext } from '../balancing/picker.js';
+import { type Clock, systemClock } from '../core/clock.js';
+import type { Endpoint } from '../core/endpoint.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import type { LifetimePolicy } from './lifetime-policy.js';
+
+export interface H2SessionPoolOptions {
+  readonly balancer: Balancer;
+  readonly lifetime: LifetimePolicy;
+  readonly connectTimeoutMs: number;
+  /** Extra endpoints to try after a connect failure. */
+  readonly connectRetries: number;
+  readonly tls?: { readonly ca?: string | Buffer; readonly servername?: string; readonly rejectUnauthorized: boolean };
+  readonly clock?: Clock;
+}
+
+/** One stream acquired from the pool: send the request on `session`, then call `done(ok)` once. */
+export interface H2Lease {
+  readonly endpoint: Endpoint;
+  readonly load: EndpointLoad;
+  readonly session: http2.ClientHttp2Session;
+  /** Records the stream's end (load, lifetime counters); idempotent. */
+  done(ok: boolean): void;
+}
+
+export type H2Acquire =
+  | { readonly type: 'lease'; readonly lease: H2Lease }
+  | { readonly type: 'none'; readonly reason: string; readonly error: EvenlbError };
+
+interface PooledSession {
+  readonly key: string;
+  readonly session: http2.ClientHttp2Session;
+  readonly openedAtMs: number;
+  readonly maxAgeMs: number | undefined;
+  requests: number;
+  inFlight: number;
+  idleSinceMs: number;
+  connected: boolean;
+  retired: boolean;
+  readonly ready: Promise<boolean>;
+}
+
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET']);
+
+export class H2SessionPool {
+  readonly #balancer: Balancer;
+  readonly #lifetime: LifetimePolicy;
+  readonly #clock: Clock;
+  readonly #options: H2SessionPoolOptions;
+  readonly #sessions = new Map<string, PooledSession[]>();
+  readonly #unsubscribe: () => void;
+  #closed = false;
+  /** Sessions opened, ever (for stats). */
+  opened = 0;
+
+  constructor(options: H2SessionPoolOptions) {
+    this.#options = options;
+    this.#balancer = options.balancer;
+    this.#lifetime = options.lifetime;
+    this.#clock = options.clock ?? systemClock;
+    this.#unsubscribe = this.#balancer.onPicker(() => this.#reconcile());
+  }
+
+  /** Open sessions per endpoint key (for `/endpoints` and metrics). */
+  sessionCounts(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [key, list] of this.#sessions) out.set(key, list.filter((s) => !s.session.destroyed).length);
+    return out;
+  }
+
+  /**
+   * Picks an endpoint and returns a connected session for one stream. Connect failures move on
+   * to another endpoint, up to `connectRetries` times.
+   */
+  async acquire(context: PickContext = {}): Promise<H2Acquire> {
+    let retries = this.#options.connectRetries;
+    let lastError: Error | undefined;
+    for (;;) {
+      if (this.#closed) {
+        const error = new EvenlbError(ErrorCodes.CLOSED, 'h2 session pool is closed');
+        return { type: 'none', reason: 'closed', error };
+      }
+      const picked = this.#balancer.picker.pick(context);
+      if (picked.type === 'none') {
+        const error = new EvenlbError(ErrorCodes.NO_ENDPOINTS, `no endpoint can take the stream (${picked.reason})`, {
+          details: { reason: picked.reason },
+          ...(lastError === undefined ? {} : { cause: lastError }),
+        });
+        return { type: 'none', reason: picked.reason, error };
+      }
+      const pooled = this.#sessionFor(picked.endpoint);
+      const ok = pooled.connected || (await pooled.ready);
+      if (ok && !pooled.session.destroyed && !pooled.session.closed) {
+        return { type: 'lease', lease: this.#lease(pooled, picked.endpoint, picked.load) };
+      }
+      // Count the failure against the endpoint (outlier detection reads the load records).
+      picked.load.end(picked.load.start(), false);
+      lastError = new EvenlbError(ErrorCodes.CONNECT_FAILED, `connect to ${picked.endpoint.key} failed`);
+      if (retries-- <= 0) {
+        return { type: 'none', reason: 'connect-failed', error: lastError as EvenlbError };
+      }
+      context.exclude = picked.endpoint.key;
+    }
+  }
+
+  #lease(pooled: PooledSession, endpoint: Endpoint, load: EndpointLoad): H2Lease {
+    pooled.requests++;
+    pooled.inFlight++;
+    const startMs = load.start();
+    let ended = false;
+    return {
+      endpoint,
+      load,
+      session: pooled.session,
+      done: (ok: boolean) => {
+        if (ended) return;
+        ended = true;
+        load.end(startMs, ok);
+        pooled.inFlight--;
+        if (pooled.inFlight === 0) pooled.idleSinceMs = this.#clock.now();
+        if (pooled.retired && pooled.inFlight === 0) pooled.session.close();
+      },
+    };
+  }
+
+  #sessionFor(endpoint: Endpoint): PooledSession {
+    const now = this.#clock.now();
+    let list = this.#sessions.get(endpoint.key);
+    if (list !== undefined) {
+      for (const s of list) {
+        if (s.retired || s.session.destroyed || s.session.closed) continue;
+        const verdict = this.#lifetime.canCarryAnother(s, now);
+        if (verdict.type === 'retire') {
+          this.#retire(s);
+          continue;
+        }
+        const max = s.session.remoteSettings?.maxConcurrentStreams ?? 100;
+        if (s.inFlight < max) return s;
+      }
+    } else {
+      list = [];
+      this.#sessions.set(endpoint.key, list);
+    }
+    const s = this.#open(endpoint, now);
+    list.push(s);
+    return s;
+  }
+
+  #open(endpoint: Endpoint, now: number): PooledSession {
+    const tls = this.#options.tls;
+    const authority = `${tls === undefined ? 'http' : 'https'}://${endpoint.key}`;
+    const sessionOptions: SecureClientSessionOptions = {
+      ...(tls === undefined
+        ? {}
+        : {
+            rejectUnauthorized: tls.rejectUnauthorized,
+            ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+            ...(tls.servername === undefined ? {} : { servername: tls.servername }),
+          }),
+    };
+    const session = http2.connect(authority, sessionOptions);
+    this.opened++;
+    let resolveReady!: (ok: boolean) => void;
+    const ready = new Promise<boolean>((r) => {
+      resolveReady = r;
+    });
+    const pooled: PooledSession = {
+      key: endpoint.key,
+      session,
+      openedAtMs: now,
+      maxAgeMs: this.#lifetime.drawMaxAgeMs(),
+      requests: 0,
+      inFlight: 0,
+      idleSinceMs: now,
+      connected: false,
+      retired: false,
+      ready,
+    };
+    const timer = this.#clock.setTimeout(() => {
+      if (!pooled.connected) session.destroy(new EvenlbError(ErrorCodes.CONNECT_FAILED, 'connect timeout'));
+    }, this.#options.connectTimeoutMs);
+    session.once('connect', () => {
+      timer.cancel();
+      pooled.connected = true;
+      resolveReady(true);
+    });
+    session.on('error', (err: NodeJS.ErrnoException) => {
+      timer.cancel();
+      resolveReady(false);
+      if (!pooled.connected && err.code !== undefined && !CONNECT_CODES.has(err.code)) return;
+    });
+    session.on('goaway', () => {
+      pooled.retired = true;
+    });
+    session.once('close', () => {
+      timer.cancel();
+      resolveReady(false);
+      const list = this.#sessions.get(endpoint.key);
+      if (list !== undefined) {
+        const i = list.indexOf(pooled);
+        if (i >= 0) list.splice(i, 1);
+        if (list.length === 0) this.#sessions.delete(endpoint.key);
+      }
+    });
+    const idle = this.#lifetime.options.idleTimeoutMs;
+    if (idle !== undefined) {
+      session.setTimeout(idle, () => {
+        if (pooled.inFlight === 0) this.#retire(pooled);
+      });
+    }
+    session.unref();
+    return pooled;
+  }
+
+  #retire(s: PooledSession): void {
+    if (s.retired) return;
+    s.retired = true;
+    if (s.inFlight === 0) s.session.close();
+  }
+
+  /** Retires sessions to endpoints that are no longer eligible; their open streams finish. */
+  #reconcile(): void {
+    const eligible = new Set(this.#balancer.picker.endpoints.map((t) => t.endpoint.key));
+    const known = this.#balancer.endpointSet;
+    for (const [key, list] of this.#sessions) {
+      if (eligible.has(key)) continue;
+      // Ejected endpoints keep their sessions (they may come back); removed or not-ready ones drain.
+      if (known.has(key) && this.#balancer.ejected.has(key)) continue;
+      for (const s of list) this.#retire(s);
+    }
+  }
+
+  /** Stops new streams; open sessions close once their streams end. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#unsubscribe();
+    const waits: Promise<void>[] = [];
+    for (const list of this.#sessions.values()) {
+      for (const s of list) {
+        waits.push(new Promise<void>((r) => (s.session.closed ? r() : s.session.close(() => r()))));
+      }
+    }
+    await Promise.all(waits);
+  }
+
+  /** Destroys every session at once. Idempotent. */
+  async destroy(err?: Error): Promise<void> {
+    this.#closed = true;
+    this.#unsubscribe();
+    for (const list of this.#sessions.values()) for (const s of list) s.session.destroy(err);
+    this.#sessions.clear();
+  }
+}

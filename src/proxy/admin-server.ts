@@ -1,0 +1,123 @@
+/**
+ * The admin listener (loopback unless configured otherwise): `/metrics` (Prometheus text),
+ * `/endpoints` (per-cluster, per-endpoint JSON), `/config` (the running configuration),
+ * `/healthz`, `/readyz`, `/api/stats` (what the dashboard polls: endpoint counters, imbalance,
+ * proxy CPU time) and `/`, the live dashboard, with chart.js served from the installed package.
+ */
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
+import type { ProxyConfig } from './config-schema.js';
+import { dashboardHtml } from './dashboard-page.js';
+import { parseAddress } from './proxy-config.js';
+
+export interface AdminDeps {
+  readonly metrics: ProxyMetrics;
+  readonly config: () => ProxyConfig;
+  /** Undefined when ready; else why not. */
+  readonly notReady: () => string | undefined;
+}
+
+let chartJs: Buffer | undefined;
+function chartJsSource(): Buffer {
+  if (chartJs === undefined) {
+    const require = createRequire(import.meta.url);
+    chartJs = readFileSync(require.resolve('chart.js/dist/chart.umd.js'));
+  }
+  return chartJs;
+}
+
+function json(res: http.ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value, null, 2);
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(body);
+}
+
+export class AdminServer {
+  readonly #server: http.Server;
+  readonly #deps: AdminDeps;
+
+  constructor(deps: AdminDeps) {
+    this.#deps = deps;
+    this.#server = http.createServer((req, res) => {
+      this.#handle(req, res).catch((err: unknown) => {
+        if (!res.headersSent) json(res, 500, { error: String(err) });
+        else res.destroy();
+      });
+    });
+    this.#server.keepAliveTimeout = 5000;
+  }
+
+  async #handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    const d = this.#deps;
+    switch (path) {
+      case '/metrics': {
+        const text = await d.metrics.registry.metrics();
+        res.writeHead(200, { 'content-type': d.metrics.registry.contentType });
+        res.end(text);
+        return;
+      }
+      case '/endpoints':
+        return json(res, 200, { clusters: d.metrics.stats() });
+      case '/config':
+        return json(res, 200, d.config());
+      case '/healthz':
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+        return;
+      case '/readyz': {
+        const why = d.notReady();
+        res.writeHead(why === undefined ? 200 : 503, { 'content-type': 'text/plain' });
+        res.end(why === undefined ? 'ready\n' : `not ready: ${why}\n`);
+        return;
+      }
+      case '/api/stats': {
+        const cpu = process.cpuUsage();
+        return json(res, 200, {
+          timeMs: Date.now(),
+          cpuMicros: cpu.user + cpu.system,
+          pid: process.pid,
+          clusters: d.metrics.stats(),
+        });
+      }
+      case '/assets/chart.umd.js':
+        res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'max-age=3600' });
+        res.end(chartJsSource());
+        return;
+      case '/':
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+        res.end(dashboardHtml);
+        return;
+      default:
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    }
+  }
+
+  listen(address: string): Promise<number> {
+    const { host, port } = parseAddress(address);
+    return new Promise((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', reject);
+        resolve((this.#server.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  get port(): number {
+    return (this.#server.address() as AddressInfo | null)?.port ?? 0;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
+    });
+  }
+}

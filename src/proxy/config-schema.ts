@@ -1,0 +1,222 @@
+/**
+ * The `evenlb proxy` configuration: its TypeScript shape and the JSON schema (draft-07, for
+ * ajv) that validates a YAML or JSON file once at load and at every reload. Listeners accept
+ * traffic (`http`: HTTP/1.1 and h2c prior knowledge on one port; `https`: TLS with ALPN h2 and
+ * http/1.1; `tcp`: L4), clusters name a target URI and how to balance and talk to it, routes
+ * map a host and a path prefix to a cluster. Defaults live in `proxy-config.ts`.
+ */
+
+export type ListenerProtocol = 'http' | 'https' | 'tcp';
+
+export interface ListenerLimits {
+  /** Largest request head (request line + headers) in bytes; larger → 431. */
+  readonly maxHeaderBytes: number;
+  /** Most header fields in a request; more → 431. */
+  readonly maxHeaderCount: number;
+  /** Time to receive a complete request head, ms. */
+  readonly headersTimeoutMs: number;
+  /** Time for a whole request (head and body) from the client, ms; 0 = none. */
+  readonly requestTimeoutMs: number;
+  /** Idle keep-alive connection timeout, ms. */
+  readonly idleTimeoutMs: number;
+  /** Most concurrent downstream connections; 0 = unlimited. */
+  readonly maxConnections: number;
+}
+
+/** Downstream connection recycling: push clients back through kube-proxy / the proxy's own balancer. */
+export interface ListenerRecycle {
+  readonly maxRequestsPerConnection?: number;
+  readonly maxConnectionAgeMs?: number;
+}
+
+export interface ListenerConfig {
+  readonly name: string;
+  /** `host:port` (IPv6 as `[::1]:port`). */
+  readonly address: string;
+  readonly protocol: ListenerProtocol;
+  /** PEM files for `https`. */
+  readonly tls?: { readonly cert: string; readonly key: string };
+  /** `tcp` only: the cluster connections are balanced over. */
+  readonly cluster?: string;
+  /** `tcp` only: `least-connections` (proxy-wide) or `maglev` (client address hash). */
+  readonly balance?: 'least-connections' | 'maglev';
+  /** `tcp` only: close a connection at this age (±10% jitter) so it reconnects through the balancer. */
+  readonly maxConnectionAgeMs?: number;
+  readonly limits: ListenerLimits;
+  readonly recycle?: ListenerRecycle;
+}
+
+export interface ClusterTlsConfig {
+  /** PEM CA bundle to verify endpoints; default: the system roots. */
+  readonly ca?: string;
+  /** TLS server name (and certificate name) to verify, e.g. `svc.ns.svc`. */
+  readonly servername?: string;
+  readonly rejectUnauthorized: boolean;
+}
+
+export interface ClusterConfig {
+  readonly name: string;
+  /** Target URI: `static:///`, `dns:///`, `k8s:///`, `file:///`. */
+  readonly target: string;
+  readonly policy: string;
+  readonly policyOptions?: Record<string, unknown>;
+  /** Upstream protocol: `http1` (undici pools) or `h2` (HTTP/2 sessions, gRPC). */
+  readonly protocol: 'http1' | 'h2';
+  readonly tls?: ClusterTlsConfig;
+  /** Connection lifetime limits (see `LifetimePolicy`). */
+  readonly lifetime?: {
+    readonly maxRequestsPerConnection?: number;
+    readonly maxConnectionAgeMs?: number;
+    readonly idleTimeoutMs?: number;
+  };
+  /** Outlier detection options, passed to the outlier detector; `false` switches it off. */
+  readonly outlierDetection?: Record<string, unknown> | false;
+  /** Extra attempts on another endpoint after a connect failure. */
+  readonly retries: { readonly connectFailures: number };
+  readonly connectTimeoutMs: number;
+  /** Time to the upstream's response head, ms; 0 = none. */
+  readonly requestTimeoutMs: number;
+  /** Upstream idle time between body chunks, ms; 0 = none. */
+  readonly bodyTimeoutMs: number;
+  /** Host header sent upstream: the client's (`preserve`, default) or this value. */
+  readonly hostRewrite?: string;
+}
+
+export interface RouteConfig {
+  /** Host names this route serves (port ignored); `*` matches any Host header (origin-form only). */
+  readonly hosts: readonly string[];
+  readonly pathPrefix: string;
+  readonly cluster: string;
+}
+
+export interface ProxyConfig {
+  readonly admin?: { readonly address: string };
+  readonly accessLog: boolean;
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Sliding window for the imbalance gauges, ms. */
+  readonly imbalanceWindowMs: number;
+  /** How long to wait for in-flight requests at shutdown, ms. */
+  readonly drainTimeoutMs: number;
+  readonly listeners: readonly ListenerConfig[];
+  readonly clusters: readonly ClusterConfig[];
+  readonly routes: readonly RouteConfig[];
+}
+
+const ADDRESS = '^(\\[[0-9a-fA-F:.]+\\]|[^:\\[\\]]+):[0-9]{1,5}$';
+const NAME = '^[a-zA-Z0-9][-a-zA-Z0-9_.]{0,62}$';
+const posInt = { type: 'integer', minimum: 1 } as const;
+const nonNegInt = { type: 'integer', minimum: 0 } as const;
+const posNum = { type: 'number', exclusiveMinimum: 0 } as const;
+
+/** The JSON schema every configuration passes before anything starts. */
+export const proxyConfigSchema = {
+  $id: 'https://evenlb.dev/schemas/proxy-config.json',
+  type: 'object',
+  additionalProperties: false,
+  required: ['listeners', 'clusters'],
+  properties: {
+    admin: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['address'],
+      properties: { address: { type: 'string', pattern: ADDRESS } },
+    },
+    accessLog: { type: 'boolean' },
+    logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    imbalanceWindowMs: posInt,
+    drainTimeoutMs: nonNegInt,
+    listeners: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['address'],
+        properties: {
+          name: { type: 'string', pattern: NAME },
+          address: { type: 'string', pattern: ADDRESS },
+          protocol: { enum: ['http', 'https', 'tcp'] },
+          tls: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['cert', 'key'],
+            properties: { cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } },
+          },
+          cluster: { type: 'string', pattern: NAME },
+          balance: { enum: ['least-connections', 'maglev'] },
+          maxConnectionAgeMs: posNum,
+          limits: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1048576 },
+              maxHeaderCount: { type: 'integer', minimum: 1, maximum: 10000 },
+              headersTimeoutMs: posInt,
+              requestTimeoutMs: nonNegInt,
+              idleTimeoutMs: posInt,
+              maxConnections: nonNegInt,
+            },
+          },
+          recycle: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { maxRequestsPerConnection: posInt, maxConnectionAgeMs: posNum },
+          },
+        },
+      },
+    },
+    clusters: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'target'],
+        properties: {
+          name: { type: 'string', pattern: NAME },
+          target: { type: 'string', pattern: '^(static|dns|k8s|file):///.+' },
+          policy: { type: 'string', minLength: 1 },
+          policyOptions: { type: 'object' },
+          protocol: { enum: ['http1', 'h2'] },
+          tls: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              ca: { type: 'string', minLength: 1 },
+              servername: { type: 'string', minLength: 1 },
+              rejectUnauthorized: { type: 'boolean' },
+            },
+          },
+          lifetime: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { maxRequestsPerConnection: posInt, maxConnectionAgeMs: posNum, idleTimeoutMs: posNum },
+          },
+          outlierDetection: { oneOf: [{ type: 'object' }, { const: false }] },
+          retries: {
+            type: 'object',
+            additionalProperties: false,
+            properties: { connectFailures: { type: 'integer', minimum: 0, maximum: 10 } },
+          },
+          connectTimeoutMs: posInt,
+          requestTimeoutMs: nonNegInt,
+          bodyTimeoutMs: nonNegInt,
+          hostRewrite: { type: 'string', minLength: 1 },
+        },
+      },
+    },
+    routes: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['cluster'],
+        properties: {
+          hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+          pathPrefix: { type: 'string', pattern: '^/' },
+          cluster: { type: 'string', pattern: NAME },
+        },
+      },
+    },
+  },
+} as const;

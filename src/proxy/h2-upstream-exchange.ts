@@ -1,0 +1,163 @@
+/**
+ * One HTTP/2 client stream forwarded to an HTTP/2 upstream (gRPC end to end). The stream is
+ * balanced on its own: the `H2SessionPool` picks an endpoint per stream. Both bodies are piped
+ * (flow control on both sides gives backpressure), trailers are relayed (`grpc-status` lives
+ * there), a client RST_STREAM cancels the upstream stream and an upstream reset is passed back
+ * with its code, and a `grpc-timeout` header is forwarded and enforced here as well.
+ */
+import http2, { type ServerHttp2Stream } from 'node:http2';
+import type { H2SessionPool } from '../pool/h2-session-pool.js';
+import { downstreamResponseHeaders, isHopHeader } from './hop-headers.js';
+import { replyHttp2 } from './local-reply.js';
+
+const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR } = http2.constants;
+const END_STREAM = 0x1;
+
+type H2Headers = Record<string, string | string[] | number | undefined>;
+
+/** `grpc-timeout` (`<digits><unit>`, units H M S m u n) in ms; undefined when absent or malformed. */
+export function parseGrpcTimeoutMs(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const m = /^([0-9]{1,8})([HMSmun])$/.exec(value);
+  if (m === null) return undefined;
+  const n = Number(m[1]);
+  switch (m[2]) {
+    case 'H':
+      return n * 3_600_000;
+    case 'M':
+      return n * 60_000;
+    case 'S':
+      return n * 1000;
+    case 'm':
+      return n;
+    case 'u':
+      return n / 1000;
+    default:
+      return n / 1_000_000;
+  }
+}
+
+export interface H2ForwardInfo {
+  readonly clientAddress: string;
+  readonly proto: string;
+  readonly hostRewrite?: string | undefined;
+}
+
+/**
+ * Forwards `down` to an endpoint of `pool`. `done(status, reason)` is called once when both
+ * sides are finished.
+ */
+export async function forwardStreamToH2(
+  down: ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  pool: H2SessionPool,
+  info: H2ForwardInfo,
+  done: (status: number, reason: string | undefined) => void,
+): Promise<void> {
+  const grpc = String(headers['content-type'] ?? '').startsWith('application/grpc');
+  const acquired = await pool.acquire({});
+  if (acquired.type === 'none') {
+    replyHttp2(down, 503, acquired.reason, grpc);
+    done(503, acquired.reason);
+    return;
+  }
+  const lease = acquired.lease;
+  if (down.closed || down.destroyed) {
+    lease.done(true);
+    done(0, 'client-closed');
+    return;
+  }
+  const authority = String(headers[':authority'] ?? headers.host ?? '');
+  const out: H2Headers = {};
+  for (const name in headers) {
+    const v = headers[name];
+    if (v === undefined || name === 'host') continue;
+    if (name.charCodeAt(0) !== 58 && isHopHeader(name) && !(name === 'te' && v === 'trailers')) continue;
+    out[name] = v;
+  }
+  if (info.hostRewrite !== undefined) out[':authority'] = info.hostRewrite;
+  const xff = headers['x-forwarded-for'];
+  out['x-forwarded-for'] = xff === undefined ? info.clientAddress : `${String(xff)}, ${info.clientAddress}`;
+  out['x-forwarded-proto'] = info.proto;
+  out['x-forwarded-host'] = authority;
+  out.via = headers.via === undefined ? '2 evenlb' : `${String(headers.via)}, 2 evenlb`;
+
+  const endStream =
+    down.readableEnded || (down as unknown as { _readableState: { ended: boolean } })._readableState.ended;
+  let up: http2.ClientHttp2Stream;
+  try {
+    up = lease.session.request(out, { endStream });
+  } catch {
+    lease.done(false);
+    replyHttp2(down, 502, 'upstream-error', grpc);
+    done(502, 'upstream-error');
+    return;
+  }
+  let status = 0;
+  let trailers: http2.IncomingHttpHeaders | undefined;
+  let finished = false;
+  let timer: NodeJS.Timeout | undefined;
+  const finish = (ok: boolean, reason: string | undefined): void => {
+    if (finished) return;
+    finished = true;
+    if (timer !== undefined) clearTimeout(timer);
+    lease.done(ok);
+    done(status, reason);
+  };
+
+  const timeoutMs = parseGrpcTimeoutMs(headers['grpc-timeout'] as string | undefined);
+  if (timeoutMs !== undefined) {
+    timer = setTimeout(() => {
+      if (!down.headersSent) replyHttp2(down, 504, 'deadline-exceeded', grpc);
+      else if (!down.closed) down.close(NGHTTP2_CANCEL);
+      if (!up.closed) up.close(NGHTTP2_CANCEL);
+    }, timeoutMs + 50);
+    timer.unref();
+  }
+
+  if (!endStream) down.pipe(up);
+
+  up.on('response', (h, flags) => {
+    status = Number(h[':status'] ?? 0);
+    if (down.closed) return;
+    const resp = downstreamResponseHeaders(h as Record<string, string | string[] | undefined>, '2') as H2Headers;
+    resp[':status'] = status;
+    if ((flags & END_STREAM) !== 0) {
+      down.respond(resp, { endStream: true });
+      return;
+    }
+    down.respond(resp, { waitForTrailers: true });
+  });
+  up.on('trailers', (t) => {
+    trailers = t;
+  });
+  down.on('wantTrailers', () => {
+    const t: H2Headers = {};
+    if (trailers !== undefined) for (const k in trailers) if (k.charCodeAt(0) !== 58) t[k] = trailers[k];
+    if (Object.keys(t).length > 0) down.sendTrailers(t);
+    else down.close(NGHTTP2_NO_ERROR);
+  });
+  up.pipe(down);
+
+  up.on('error', () => {
+    // 'close' follows and carries the reset code.
+  });
+  down.on('error', () => {});
+  up.once('close', () => {
+    const code = up.rstCode ?? NGHTTP2_NO_ERROR;
+    if (code !== NGHTTP2_NO_ERROR && !down.closed) {
+      if (!down.headersSent) replyHttp2(down, 502, 'upstream-reset', grpc);
+      else down.close(code === NGHTTP2_CANCEL ? NGHTTP2_CANCEL : NGHTTP2_INTERNAL_ERROR);
+    } else if (status === 0 && !down.closed) {
+      replyHttp2(down, 502, 'upstream-closed', grpc);
+    }
+    const grpcStatus = trailers?.['grpc-status'];
+    finish(code === NGHTTP2_NO_ERROR && status < 500 && (grpcStatus === undefined || grpcStatus !== '14'), undefined);
+  });
+  down.once('close', () => {
+    // A client reset (or a lost client connection) cancels the upstream stream.
+    const code = down.rstCode;
+    if (!up.closed && code !== undefined && code !== NGHTTP2_NO_ERROR) up.close(code);
+    else if (!up.closed && !down.writableFinished) up.close(NGHTTP2_CANCEL);
+  });
+}

@@ -1,0 +1,125 @@
+/**
+ * Hop-by-hop header handling (RFC 9110 §7.6.1) and the forwarding headers. A proxy must not
+ * pass on `Connection`, the headers `Connection` lists, `Keep-Alive`, `Proxy-*`, `TE` (except
+ * `trailers`), `Transfer-Encoding` and `Upgrade`; HTTP/2 forbids them outright. Requests get
+ * `X-Forwarded-For` (appended), `X-Forwarded-Proto`, `X-Forwarded-Host` and `Via`. Everything
+ * works on flat `[name, value, ...]` arrays (Node's `rawHeaders`, undici's header arrays) so the
+ * hot path allocates one array per message.
+ */
+
+const HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
+
+/** True when `lowerName` is hop-by-hop on every message (not counting names listed in `Connection`). */
+export function isHopHeader(lowerName: string): boolean {
+  return HOP.has(lowerName);
+}
+
+/** Names listed in `Connection` header values, lower-cased; undefined when there are none. */
+function connectionListed(values: readonly string[]): Set<string> | undefined {
+  let out: Set<string> | undefined;
+  for (const v of values) {
+    for (const part of v.split(',')) {
+      const name = part.trim().toLowerCase();
+      if (name === '' || name === 'close' || name === 'keep-alive') continue;
+      (out ??= new Set()).add(name);
+    }
+  }
+  return out;
+}
+
+export interface ForwardInfo {
+  /** The client's address (socket remote address). */
+  readonly clientAddress: string;
+  /** `http` or `https`: how the client reached the proxy. */
+  readonly proto: string;
+  /** The Host (or `:authority`) the client asked for. */
+  readonly host: string;
+  /** `1.1` or `2`: the client's protocol version, for `Via`. */
+  readonly version: string;
+  /** Host header to send upstream; the client's when undefined. */
+  readonly hostRewrite?: string | undefined;
+}
+
+/**
+ * Request headers to send upstream, from the client's raw header list: hop-by-hop removed,
+ * `TE: trailers` kept, forwarding headers added, `host` set. HTTP/2 pseudo-headers are skipped.
+ */
+export function upstreamRequestHeaders(raw: readonly string[], info: ForwardInfo): string[] {
+  const out: string[] = [];
+  let listed: Set<string> | undefined;
+  let xff: string | undefined;
+  let via: string | undefined;
+  let teTrailers = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 10 && name.toLowerCase() === 'connection') {
+      listed = connectionListed([raw[i + 1] as string]);
+    }
+  }
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    if (name.charCodeAt(0) === 58 /* ':' */) continue;
+    const lower = name.toLowerCase();
+    if (HOP.has(lower)) {
+      if (lower === 'te' && /(^|,)\s*trailers\s*(;|,|$)/i.test(value)) teTrailers = true;
+      continue;
+    }
+    if (listed?.has(lower)) continue;
+    switch (lower) {
+      case 'host':
+      case 'expect': // the proxy answered `100-continue` itself
+      case 'x-forwarded-proto':
+      case 'x-forwarded-host':
+        continue;
+      case 'x-forwarded-for':
+        xff = xff === undefined ? value : `${xff}, ${value}`;
+        continue;
+      case 'via':
+        via = via === undefined ? value : `${via}, ${value}`;
+        continue;
+    }
+    out.push(name, value);
+  }
+  if (teTrailers) out.push('te', 'trailers');
+  out.push('host', info.hostRewrite ?? info.host);
+  out.push('x-forwarded-for', xff === undefined ? info.clientAddress : `${xff}, ${info.clientAddress}`);
+  out.push('x-forwarded-proto', info.proto);
+  out.push('x-forwarded-host', info.host);
+  const hop = `${info.version} evenlb`;
+  out.push('via', via === undefined ? hop : `${via}, ${hop}`);
+  return out;
+}
+
+type HeaderObject = Record<string, string | string[] | undefined>;
+
+/**
+ * Response headers to send downstream, from an upstream header object (undici / node:http2):
+ * hop-by-hop removed (and pseudo-headers), `Via` appended. Returns a fresh object.
+ */
+export function downstreamResponseHeaders(headers: HeaderObject, version: string): HeaderObject {
+  const out: HeaderObject = {};
+  const conn = headers.connection;
+  const listed = conn === undefined ? undefined : connectionListed(Array.isArray(conn) ? conn : [conn]);
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || name.charCodeAt(0) === 58) continue;
+    const lower = name.toLowerCase();
+    if (HOP.has(lower) || listed?.has(lower)) continue;
+    out[lower] = value;
+  }
+  const hop = `${version} evenlb`;
+  const via = out.via;
+  out.via = via === undefined ? hop : `${Array.isArray(via) ? via.join(', ') : via}, ${hop}`;
+  return out;
+}

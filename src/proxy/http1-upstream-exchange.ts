@@ -1,0 +1,151 @@
+/**
+ * One request forwarded to an HTTP/1.1 upstream, answering either an HTTP/1.1 client
+ * (`ServerResponse`) or an HTTP/2 client stream. It is the undici dispatch handler: the
+ * response head is copied (hop-by-hop headers removed, `Via` added), body chunks are written
+ * as they come and the upstream is paused whenever the client's socket buffer is full
+ * (backpressure, never buffering a whole body), and a client that goes away aborts the
+ * upstream request.
+ */
+import type { ServerResponse } from 'node:http';
+import type { ServerHttp2Stream } from 'node:http2';
+import type { Dispatcher } from 'undici';
+import { downstreamResponseHeaders } from './hop-headers.js';
+import { replyHttp1, replyHttp2, statusForError } from './local-reply.js';
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/** Called once per exchange with the final status (0 when the exchange failed after the head). */
+export type ExchangeDone = (status: number, reason: string | undefined) => void;
+
+const CLIENT_GONE = new Error('client closed the connection');
+
+export class Http1ResponseExchange implements Dispatcher.DispatchHandler {
+  readonly #res: ServerResponse;
+  readonly #done: ExchangeDone;
+  #controller: Dispatcher.DispatchController | undefined;
+  #status = 0;
+  #finished = false;
+  readonly #resume = (): void => this.#controller?.resume();
+
+  constructor(res: ServerResponse, done: ExchangeDone) {
+    this.#res = res;
+    this.#done = done;
+    res.once('close', () => {
+      if (!this.#finished) {
+        this.#finished = true;
+        this.#controller?.abort(CLIENT_GONE);
+        this.#done(0, 'client-closed');
+      }
+    });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Headers,
+    statusMessage?: string,
+  ): void {
+    this.#controller = controller;
+    if (statusCode < 200) return;
+    this.#status = statusCode;
+    const res = this.#res;
+    if (statusMessage !== undefined && statusMessage !== '') res.statusMessage = statusMessage;
+    res.writeHead(statusCode, downstreamResponseHeaders(headers, '1.1'));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.#res.write(chunk)) {
+      controller.pause();
+      this.#res.once('drain', this.#resume);
+    }
+  }
+
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Headers): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const res = this.#res;
+    if (trailers !== null && typeof trailers === 'object' && Object.keys(trailers).length > 0 && res.chunkedEncoding) {
+      res.addTrailers(trailers as Record<string, string>);
+    }
+    res.end();
+    this.#done(this.#status, undefined);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const { status, reason } = statusForError(err);
+    if (this.#res.headersSent) {
+      this.#res.destroy(err);
+      this.#done(0, reason);
+      return;
+    }
+    replyHttp1(this.#res, status, reason);
+    this.#done(status, reason);
+  }
+}
+
+export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
+  readonly #stream: ServerHttp2Stream;
+  readonly #done: ExchangeDone;
+  readonly #headOnly: boolean;
+  #controller: Dispatcher.DispatchController | undefined;
+  #status = 0;
+  #finished = false;
+  readonly #resume = (): void => this.#controller?.resume();
+
+  constructor(stream: ServerHttp2Stream, method: string, done: ExchangeDone) {
+    this.#stream = stream;
+    this.#done = done;
+    this.#headOnly = method === 'HEAD';
+    stream.once('close', () => {
+      if (!this.#finished) {
+        this.#finished = true;
+        this.#controller?.abort(CLIENT_GONE);
+        this.#done(0, 'client-closed');
+      }
+    });
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Headers): void {
+    this.#controller = controller;
+    if (statusCode < 200 || this.#stream.closed) return;
+    this.#status = statusCode;
+    const out = downstreamResponseHeaders(headers, '1.1') as Record<string, string | string[] | number>;
+    out[':status'] = statusCode;
+    const empty = this.#headOnly || statusCode === 204 || statusCode === 304;
+    this.#stream.respond(out, { endStream: empty });
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const s = this.#stream;
+    if (s.closed || s.writableEnded) return;
+    if (!s.write(chunk)) {
+      controller.pause();
+      s.once('drain', this.#resume);
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    if (!this.#stream.writableEnded && !this.#stream.closed) this.#stream.end();
+    this.#done(this.#status, undefined);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    const { status, reason } = statusForError(err);
+    replyHttp2(this.#stream, status, reason, false);
+    this.#done(this.#stream.headersSent ? status : 0, reason);
+  }
+}

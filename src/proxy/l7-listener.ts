@@ -1,0 +1,393 @@
+/**
+ * An L7 listener: `http` (HTTP/1.1 and h2c prior knowledge on one port, told apart by the
+ * HTTP/2 connection preface `PRI * HTTP/2.0`) or `https` (TLS, ALPN `h2` or `http/1.1`). One
+ * node:http server and one node:http2 server per listener parse the traffic; a plain `net` /
+ * `tls` server accepts connections and hands each to the right one.
+ *
+ * Hardening on the HTTP/1.1 side: Node's strict parser (`insecureHTTPParser: false`) rejects
+ * Content-Length with Transfer-Encoding, conflicting Content-Length and malformed chunking;
+ * this listener adds its own checks on `rawHeaders` (duplicate Content-Length, any
+ * Transfer-Encoding other than `chunked`, header count) and answers every rejected request
+ * with 400 / 431 and `Connection: close` without forwarding a byte. Requests for hosts no
+ * route serves get 404 and are never forwarded: the proxy is not an open proxy.
+ */
+
+import { readFileSync } from 'node:fs';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import http2, { type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import net, { type Socket } from 'node:net';
+import tls from 'node:tls';
+import type { Logger } from 'pino';
+import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
+import type { ListenerConfig } from './config-schema.js';
+import { forwardStreamToH2 } from './h2-upstream-exchange.js';
+import { upstreamRequestHeaders } from './hop-headers.js';
+import { Http1ResponseExchange, Http2ResponseExchange } from './http1-upstream-exchange.js';
+import { replyHttp1, replyHttp2 } from './local-reply.js';
+import type { ProxyCluster } from './proxy-cluster.js';
+import { parseAddress } from './proxy-config.js';
+import type { RouteTable } from './route-table.js';
+
+/** What a listener reads per request; swapped as a whole on reload. */
+export interface L7State {
+  readonly routes: RouteTable<ProxyCluster>;
+  readonly accessLog: boolean;
+}
+
+export interface L7ListenerDeps {
+  readonly state: () => L7State;
+  readonly metrics: ProxyMetrics;
+  readonly logger: Logger;
+}
+
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+function clientErrorStatus(code: string | undefined): { status: number; text: string; reason: string } {
+  if (code === 'HPE_HEADER_OVERFLOW') {
+    return { status: 431, text: 'Request Header Fields Too Large', reason: 'header-too-large' };
+  }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, text: 'Request Timeout', reason: 'request-timeout' };
+  return { status: 400, text: 'Bad Request', reason: 'bad-request' };
+}
+
+export class L7Listener {
+  readonly config: ListenerConfig;
+  readonly #deps: L7ListenerDeps;
+  readonly #h1: http.Server;
+  readonly #h2: http2.Http2Server;
+  readonly #front: net.Server | tls.Server;
+  readonly #proto: 'http' | 'https';
+  readonly #sockets = new Set<Socket>();
+  readonly #sessions = new Set<Http2Session>();
+  readonly #openedAt = new WeakMap<Socket, number>();
+  #closing: Promise<void> | undefined;
+
+  constructor(config: ListenerConfig, deps: L7ListenerDeps) {
+    this.config = config;
+    this.#deps = deps;
+    this.#proto = config.protocol === 'https' ? 'https' : 'http';
+    const limits = config.limits;
+    this.#h1 = http.createServer(
+      {
+        insecureHTTPParser: false,
+        maxHeaderSize: limits.maxHeaderBytes,
+        requireHostHeader: true,
+        joinDuplicateHeaders: false,
+        headersTimeout: limits.headersTimeoutMs,
+        requestTimeout: limits.requestTimeoutMs,
+        keepAliveTimeout: limits.idleTimeoutMs,
+        connectionsCheckingInterval: Math.min(30_000, Math.max(1000, Math.floor(limits.headersTimeoutMs / 2))),
+      },
+      (req, res) => this.#onRequest(req, res),
+    );
+    // Node silently drops headers past maxHeadersCount; keep one more so "too many" is detectable.
+    this.#h1.maxHeadersCount = limits.maxHeaderCount + 1;
+    if (config.recycle?.maxRequestsPerConnection !== undefined) {
+      this.#h1.maxRequestsPerSocket = config.recycle.maxRequestsPerConnection;
+    }
+    this.#h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.#onClientError(err, socket));
+    this.#h2 = http2.createServer({
+      maxHeaderListPairs: limits.maxHeaderCount + 8,
+      settings: { maxConcurrentStreams: 1000, maxHeaderListSize: limits.maxHeaderBytes },
+      maxSessionMemory: 64,
+    });
+    this.#h2.on(
+      'stream',
+      (stream: ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, raw: string[] | undefined) =>
+        this.#onStream(stream, headers, flags, raw),
+    );
+    this.#h2.on('session', (session) => this.#onSession(session));
+    this.#h2.setTimeout(limits.idleTimeoutMs);
+    if (config.protocol === 'https') {
+      const t = config.tls as { cert: string; key: string };
+      this.#front = tls.createServer(
+        { cert: readFileSync(t.cert), key: readFileSync(t.key), ALPNProtocols: ['h2', 'http/1.1'] },
+        (socket) => {
+          this.#track(socket);
+          if (socket.alpnProtocol === 'h2') this.#h2.emit('connection', socket);
+          else this.#h1.emit('connection', socket);
+        },
+      );
+      this.#front.on('tlsClientError', () => {});
+    } else {
+      this.#front = net.createServer({ noDelay: true }, (socket) => this.#sniff(socket));
+    }
+    if (limits.maxConnections > 0) this.#front.maxConnections = limits.maxConnections;
+  }
+
+  /** Starts listening; resolves with the bound port. */
+  listen(): Promise<number> {
+    const { host, port } = parseAddress(this.config.address);
+    return new Promise((resolve, reject) => {
+      this.#front.once('error', reject);
+      this.#front.listen(port, host, () => {
+        this.#front.off('error', reject);
+        resolve((this.#front.address() as net.AddressInfo).port);
+      });
+    });
+  }
+
+  get port(): number {
+    return (this.#front.address() as net.AddressInfo | null)?.port ?? 0;
+  }
+
+  #track(socket: Socket): void {
+    this.#sockets.add(socket);
+    this.#openedAt.set(socket, performance.now());
+    this.#deps.metrics.connectionOpened(this.config.name);
+    socket.once('close', () => {
+      this.#sockets.delete(socket);
+      this.#deps.metrics.connectionClosed(this.config.name);
+    });
+  }
+
+  /** Reads the first bytes: the HTTP/2 preface goes to the h2 server, anything else to HTTP/1.1. */
+  #sniff(socket: Socket): void {
+    this.#track(socket);
+    socket.on('error', () => {});
+    let head: Buffer | undefined;
+    const onData = (chunk: Buffer): void => {
+      head = head === undefined ? chunk : Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, H2_PREFACE.length);
+      const isH2 = head.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+      if (isH2 && head.length < H2_PREFACE.length) return;
+      socket.off('data', onData);
+      socket.pause();
+      socket.unshift(head);
+      if (isH2) this.#h2.emit('connection', socket);
+      else this.#h1.emit('connection', socket);
+      socket.resume();
+    };
+    socket.on('data', onData);
+  }
+
+  #onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+    const { status, text, reason } = clientErrorStatus(err.code);
+    this.#deps.metrics.rejected(this.config.name, reason);
+    if (socket.writable && (err as { bytesParsed?: number }).bytesParsed !== undefined) {
+      const body = `evenlb: ${status} ${reason}\n`;
+      socket.end(
+        `HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-type: text/plain\r\nx-evenlb-reason: ${reason}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+      );
+    }
+    socket.destroySoon();
+  }
+
+  #reject(res: ServerResponse, status: number, reason: string): void {
+    this.#deps.metrics.rejected(this.config.name, reason);
+    this.#deps.metrics.observeDownstream(this.config.name, status);
+    replyHttp1(res, status, reason, status === 400 || status === 431);
+    if (status === 400 || status === 431) res.once('finish', () => res.socket?.destroySoon());
+  }
+
+  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const raw = req.rawHeaders;
+    const limits = this.config.limits;
+    if (raw.length > limits.maxHeaderCount * 2) return this.#reject(res, 431, 'too-many-headers');
+    // Smuggling checks beyond the parser: one Content-Length, Transfer-Encoding only "chunked".
+    let cl = 0;
+    let te = 0;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i] as string;
+      if (name.length === 14 && name.toLowerCase() === 'content-length') cl++;
+      else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+        te++;
+        if ((raw[i + 1] as string).trim().toLowerCase() !== 'chunked') te += 2;
+      }
+    }
+    if (cl > 1 || te > 1 || (cl > 0 && te > 0)) return this.#reject(res, 400, 'bad-request');
+    const method = req.method ?? 'GET';
+    if (method === 'CONNECT') return this.#reject(res, 405, 'method-not-allowed');
+    const url = req.url ?? '/';
+    let path = url;
+    let host = req.headers.host;
+    let absolute = false;
+    if (url.charCodeAt(0) !== 47 /* / */) {
+      const m = /^https?:\/\/([^/?#]+)([^#]*)$/i.exec(url);
+      if (m === null) return this.#reject(res, 400, 'bad-request-target');
+      absolute = true;
+      host = m[1] as string;
+      path = m[2] === '' ? '/' : (m[2] as string);
+    }
+    const state = this.#deps.state();
+    const match = state.routes.match(host, path, absolute);
+    if (match === undefined) return this.#reject(res, 404, 'no-route');
+    const cluster = match.cluster;
+    const unavailable = cluster.unavailableReason();
+    if (unavailable !== undefined) return this.#reject(res, 503, unavailable);
+    const age = this.config.recycle?.maxConnectionAgeMs;
+    if (age !== undefined) {
+      const opened = this.#openedAt.get(req.socket) ?? 0;
+      if (performance.now() - opened > age) res.shouldKeepAlive = false;
+    }
+    const start = state.accessLog ? performance.now() : 0;
+    const done = (status: number, reason: string | undefined): void => {
+      this.#deps.metrics.observeDownstream(this.config.name, status);
+      if (state.accessLog)
+        this.#access(req.socket.remoteAddress, method, url, status, reason, start, cluster.name, '1.1');
+    };
+    const headers = upstreamRequestHeaders(raw, {
+      clientAddress: req.socket.remoteAddress ?? '',
+      proto: this.#proto,
+      host: host ?? '',
+      version: '1.1',
+      hostRewrite: cluster.config.hostRewrite,
+    });
+    const hasBody = te > 0 || (cl > 0 && req.headers['content-length'] !== '0');
+    if (cluster.http1 !== undefined) {
+      cluster.http1.dispatch(
+        { origin: 'http://upstream', method, path, headers, body: hasBody ? req : null },
+        new Http1ResponseExchange(res, done),
+      );
+      return;
+    }
+    this.#reject(res, 502, 'http1-client-to-h2-cluster');
+  }
+
+  #onSession(session: Http2Session): void {
+    this.#sessions.add(session);
+    session.on('error', () => {});
+    session.once('close', () => this.#sessions.delete(session));
+    const age = this.config.recycle?.maxConnectionAgeMs;
+    if (age !== undefined) {
+      const t = setTimeout(
+        () => {
+          if (!session.closed) {
+            session.goaway(http2.constants.NGHTTP2_NO_ERROR);
+            session.close();
+          }
+        },
+        age * (0.9 + 0.2 * Math.random()),
+      );
+      t.unref();
+      session.once('close', () => clearTimeout(t));
+    }
+    if (this.#closing !== undefined) session.close();
+  }
+
+  #onStream(
+    stream: ServerHttp2Stream,
+    headers: http2.IncomingHttpHeaders,
+    flags: number,
+    raw: string[] | undefined,
+  ): void {
+    stream.on('error', () => {});
+    const method = String(headers[':method'] ?? 'GET');
+    const path = String(headers[':path'] ?? '/');
+    const authority = headers[':authority'] ?? headers.host;
+    const grpc = String(headers['content-type'] ?? '').startsWith('application/grpc');
+    const reject = (status: number, reason: string): void => {
+      this.#deps.metrics.rejected(this.config.name, reason);
+      this.#deps.metrics.observeDownstream(this.config.name, status);
+      replyHttp2(stream, status, reason, grpc);
+    };
+    if (method === 'CONNECT') return reject(405, 'method-not-allowed');
+    const state = this.#deps.state();
+    const match = state.routes.match(authority === undefined ? undefined : String(authority), path);
+    if (match === undefined) return reject(404, 'no-route');
+    const cluster = match.cluster;
+    const unavailable = cluster.unavailableReason();
+    if (unavailable !== undefined) return reject(503, unavailable);
+    const clientAddress = stream.session?.socket?.remoteAddress ?? '';
+    const start = state.accessLog ? performance.now() : 0;
+    const done = (status: number, reason: string | undefined): void => {
+      this.#deps.metrics.observeDownstream(this.config.name, status);
+      if (state.accessLog) this.#access(clientAddress, method, path, status, reason, start, cluster.name, '2');
+    };
+    if (cluster.h2 !== undefined) {
+      void forwardStreamToH2(
+        stream,
+        headers,
+        cluster.h2,
+        { clientAddress, proto: this.#proto, hostRewrite: cluster.config.hostRewrite },
+        done,
+      );
+      return;
+    }
+    const flat = raw ?? Object.entries(headers).flatMap(([k, v]) => (v === undefined ? [] : [k, String(v)]));
+    const upHeaders = upstreamRequestHeaders(flat, {
+      clientAddress,
+      proto: this.#proto,
+      host: authority === undefined ? '' : String(authority),
+      version: '2',
+      hostRewrite: cluster.config.hostRewrite,
+    });
+    const endStream = (flags & 0x1) !== 0;
+    cluster.http1?.dispatch(
+      { origin: 'http://upstream', method, path, headers: upHeaders, body: endStream ? null : stream },
+      new Http2ResponseExchange(stream, method, done),
+    );
+  }
+
+  #access(
+    client: string | undefined,
+    method: string,
+    path: string,
+    status: number,
+    reason: string | undefined,
+    startMs: number,
+    cluster: string,
+    version: string,
+  ): void {
+    this.#deps.logger.info(
+      {
+        access: true,
+        listener: this.config.name,
+        client,
+        method,
+        path,
+        status,
+        reason,
+        cluster,
+        version,
+        durationMs: Math.round((performance.now() - startMs) * 1000) / 1000,
+      },
+      'request',
+    );
+  }
+
+  /** Open client connections (sockets and HTTP/2 sessions). */
+  get connections(): number {
+    return this.#sockets.size;
+  }
+
+  /**
+   * Stops accepting; idle keep-alive connections close now, busy ones after their response,
+   * HTTP/2 sessions get GOAWAY and finish their streams. Resolves when all are gone or after
+   * `timeoutMs` (then the rest are destroyed). Idempotent.
+   */
+  close(timeoutMs = 30_000): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => {
+      this.#front.close();
+      this.#h1.close();
+      this.#h1.closeIdleConnections();
+      for (const s of this.#sessions) {
+        s.goaway(http2.constants.NGHTTP2_NO_ERROR);
+        s.close();
+      }
+      const deadline = setTimeout(() => {
+        for (const s of this.#sockets) s.destroy();
+      }, timeoutMs);
+      deadline.unref();
+      const check = (): void => {
+        this.#h1.closeIdleConnections();
+        if (this.#sockets.size === 0) {
+          clearTimeout(deadline);
+          resolve();
+          return;
+        }
+        setTimeout(check, 50).unref();
+      };
+      check();
+    });
+    return this.#closing;
+  }
+
+  /** Closes every connection at once. */
+  async destroy(): Promise<void> {
+    this.#front.close();
+    this.#h1.closeAllConnections();
+    for (const s of this.#sessions) s.destroy();
+    for (const s of this.#sockets) s.destroy();
+  }
+}

@@ -1,0 +1,288 @@
+/**
+ * Loading the proxy configuration: YAML (or JSON) text or CLI flags → a validated, frozen
+ * `ProxyConfig` with every default filled in. Validation runs once per load: the JSON schema
+ * (ajv) first, then the checks a schema cannot express (a route names a known cluster, a
+ * policy is registered, a target URI parses, TLS files exist). Every failure is an
+ * `EVENLB_INVALID_CONFIG` error whose message names the field (`clusters[0].policy`) and the
+ * expected value; nothing is started from an invalid configuration.
+ */
+import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject } from 'ajv';
+import { parse as parseYaml } from 'yaml';
+import { ensureBuiltinPolicies, registeredPolicies } from '../balancing/index.js';
+import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
+import { parseTarget } from '../core/target.js';
+import type { ClusterConfig, ListenerConfig, ListenerLimits, ProxyConfig, RouteConfig } from './config-schema.js';
+import { proxyConfigSchema } from './config-schema.js';
+
+export const defaultListenerLimits: ListenerLimits = Object.freeze({
+  maxHeaderBytes: 16 * 1024,
+  maxHeaderCount: 100,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 300_000,
+  idleTimeoutMs: 60_000,
+  maxConnections: 0,
+});
+
+const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+const validate = ajv.compile(proxyConfigSchema);
+
+function configError(field: string, message: string, received?: unknown): EvenlbError {
+  const tail = received === undefined ? '' : `; received ${describeValue(received)}`;
+  return new EvenlbError(ErrorCodes.INVALID_CONFIG, `proxy config: "${field}" ${message}${tail}`, {
+    details: { field },
+  });
+}
+
+/** `/listeners/0/protocol` → `listeners[0].protocol`. */
+function fieldName(instancePath: string, extra?: string): string {
+  const parts = instancePath.split('/').filter((p) => p !== '');
+  if (extra !== undefined) parts.push(extra);
+  let out = '';
+  for (const p of parts) out += /^[0-9]+$/.test(p) ? `[${p}]` : out === '' ? p : `.${p}`;
+  return out === '' ? '(config)' : out;
+}
+
+function valueAt(root: unknown, instancePath: string): unknown {
+  let v: unknown = root;
+  for (const p of instancePath.split('/').filter((x) => x !== '')) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[p];
+  }
+  return v;
+}
+
+function schemaError(e: ErrorObject, root: unknown): EvenlbError {
+  const received = valueAt(root, e.instancePath);
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'required':
+      return configError(fieldName(e.instancePath, String(p.missingProperty)), 'is required');
+    case 'additionalProperties':
+      return configError(fieldName(e.instancePath, String(p.additionalProperty)), 'is not a known field');
+    case 'enum':
+      return configError(
+        fieldName(e.instancePath),
+        `must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+        received,
+      );
+    case 'pattern': {
+      const f = fieldName(e.instancePath);
+      const what = /address$/.test(f)
+        ? 'must be HOST:PORT (IPv6 as [::1]:PORT)'
+        : /target$/.test(f)
+          ? 'must be a target URI: static:///IP:PORT[,...], dns:///HOST:PORT, k8s:///NAME.NAMESPACE:PORT or file:///PATH'
+          : `must match ${String(p.pattern)}`;
+      return configError(f, what, received);
+    }
+    default:
+      return configError(fieldName(e.instancePath), e.message ?? 'is invalid', received);
+  }
+}
+
+interface RawConfig {
+  admin?: { address: string };
+  accessLog?: boolean;
+  logLevel?: ProxyConfig['logLevel'];
+  imbalanceWindowMs?: number;
+  drainTimeoutMs?: number;
+  listeners: (Partial<Omit<ListenerConfig, 'limits'>> & { address: string; limits?: Partial<ListenerLimits> })[];
+  clusters: (Partial<ClusterConfig> & { name: string; target: string; retries?: { connectFailures?: number } })[];
+  routes?: (Partial<RouteConfig> & { cluster: string })[];
+}
+
+function splitAddress(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(':');
+  const host = address.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
+  return { host, port: Number(address.slice(colon + 1)) };
+}
+
+/** Splits `host:port` (IPv6 in brackets) from a validated listener or admin address. */
+export function parseAddress(address: string): { host: string; port: number } {
+  return splitAddress(address);
+}
+
+/**
+ * Validates a parsed configuration object and fills defaults.
+ *
+ * @example
+ * normalizeProxyConfig({ listeners: [{ address: '127.0.0.1:8080' }],
+ *   clusters: [{ name: 'web', target: 'static:///127.0.0.1:9000' }] })
+ */
+export function normalizeProxyConfig(input: unknown): ProxyConfig {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
+    throw configError('(config)', 'must be a mapping with listeners and clusters', input);
+  }
+  if (!validate(input)) {
+    const first = validate.errors?.[0];
+    throw first === undefined ? configError('(config)', 'is invalid') : schemaError(first, input);
+  }
+  const raw = input as unknown as RawConfig;
+  ensureBuiltinPolicies();
+  const policies = registeredPolicies().map((p) => p.name);
+
+  const clusters: ClusterConfig[] = raw.clusters.map((c, i) => {
+    try {
+      parseTarget(c.target);
+    } catch (err) {
+      throw configError(`clusters[${i}].target`, `is not a valid target URI: ${(err as Error).message}`);
+    }
+    const policy = c.policy ?? 'least-request';
+    if (!policies.includes(policy)) {
+      throw configError(`clusters[${i}].policy`, `must be one of ${policies.join(', ')}`, policy);
+    }
+    if (c.tls?.ca !== undefined) readable(`clusters[${i}].tls.ca`, c.tls.ca);
+    return Object.freeze({
+      name: c.name,
+      target: c.target,
+      policy,
+      ...(c.policyOptions === undefined ? {} : { policyOptions: c.policyOptions }),
+      protocol: c.protocol ?? 'http1',
+      ...(c.tls === undefined
+        ? {}
+        : { tls: Object.freeze({ ...c.tls, rejectUnauthorized: c.tls.rejectUnauthorized ?? true }) }),
+      ...(c.lifetime === undefined ? {} : { lifetime: Object.freeze({ ...c.lifetime }) }),
+      ...(c.outlierDetection === undefined ? {} : { outlierDetection: c.outlierDetection }),
+      retries: Object.freeze({ connectFailures: c.retries?.connectFailures ?? 2 }),
+      connectTimeoutMs: c.connectTimeoutMs ?? 5_000,
+      requestTimeoutMs: c.requestTimeoutMs ?? 300_000,
+      bodyTimeoutMs: c.bodyTimeoutMs ?? 300_000,
+      ...(c.hostRewrite === undefined ? {} : { hostRewrite: c.hostRewrite }),
+    });
+  });
+  const clusterNames = new Set<string>();
+  clusters.forEach((c, i) => {
+    if (clusterNames.has(c.name)) throw configError(`clusters[${i}].name`, 'must be unique', c.name);
+    clusterNames.add(c.name);
+  });
+  const knownCluster = (field: string, name: string): void => {
+    if (!clusterNames.has(name))
+      throw configError(field, `must name a cluster (${[...clusterNames].join(', ')})`, name);
+  };
+
+  const addresses = new Set<string>();
+  const listeners: ListenerConfig[] = raw.listeners.map((l, i) => {
+    const protocol = l.protocol ?? 'http';
+    const at = `listeners[${i}]`;
+    if (addresses.has(l.address)) throw configError(`${at}.address`, 'must be unique', l.address);
+    addresses.add(l.address);
+    if (splitAddress(l.address).port > 65535)
+      throw configError(`${at}.address`, 'must have a port <= 65535', l.address);
+    if (protocol === 'https') {
+      if (l.tls === undefined) throw configError(`${at}.tls`, 'is required for protocol "https" (cert and key files)');
+      readable(`${at}.tls.cert`, l.tls.cert);
+      readable(`${at}.tls.key`, l.tls.key);
+    }
+    if (protocol === 'tcp') {
+      if (l.cluster === undefined) throw configError(`${at}.cluster`, 'is required for protocol "tcp"');
+      knownCluster(`${at}.cluster`, l.cluster);
+    } else {
+      for (const k of ['cluster', 'balance', 'maxConnectionAgeMs'] as const) {
+        if (l[k] !== undefined) throw configError(`${at}.${k}`, 'is only valid for protocol "tcp"', l[k]);
+      }
+    }
+    return Object.freeze({
+      name: l.name ?? `${protocol}-${i}`,
+      address: l.address,
+      protocol,
+      ...(l.tls === undefined ? {} : { tls: Object.freeze({ ...l.tls }) }),
+      ...(l.cluster === undefined ? {} : { cluster: l.cluster }),
+      ...(protocol === 'tcp' ? { balance: l.balance ?? 'least-connections' } : {}),
+      ...(l.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: l.maxConnectionAgeMs }),
+      limits: Object.freeze({ ...defaultListenerLimits, ...(l.limits ?? {}) }),
+      ...(l.recycle === undefined ? {} : { recycle: Object.freeze({ ...l.recycle }) }),
+    });
+  });
+
+  const hasL7 = listeners.some((l) => l.protocol !== 'tcp');
+  const rawRoutes = raw.routes ?? [];
+  if (hasL7 && rawRoutes.length === 0) {
+    if (clusters.length !== 1) {
+      throw configError('routes', 'is required when there are several clusters (which cluster serves which host?)');
+    }
+  }
+  const routes: RouteConfig[] =
+    rawRoutes.length === 0 && clusters[0] !== undefined
+      ? [Object.freeze({ hosts: Object.freeze(['*']), pathPrefix: '/', cluster: clusters[0].name })]
+      : rawRoutes.map((r, i) => {
+          knownCluster(`routes[${i}].cluster`, r.cluster);
+          return Object.freeze({
+            hosts: Object.freeze((r.hosts ?? ['*']).map((h) => h.toLowerCase())),
+            pathPrefix: r.pathPrefix ?? '/',
+            cluster: r.cluster,
+          });
+        });
+
+  return Object.freeze({
+    ...(raw.admin === undefined ? {} : { admin: Object.freeze({ ...raw.admin }) }),
+    accessLog: raw.accessLog ?? false,
+    logLevel: raw.logLevel ?? 'info',
+    imbalanceWindowMs: raw.imbalanceWindowMs ?? 10_000,
+    drainTimeoutMs: raw.drainTimeoutMs ?? 30_000,
+    listeners: Object.freeze(listeners),
+    clusters: Object.freeze(clusters),
+    routes: Object.freeze(routes),
+  });
+}
+
+function readable(field: string, path: string): void {
+  try {
+    readFileSync(path);
+  } catch (err) {
+    throw configError(field, `must name a readable file (${(err as NodeJS.ErrnoException).code ?? 'error'})`, path);
+  }
+}
+
+/** Parses YAML (or JSON) text and validates it. */
+export function parseProxyConfig(text: string, source = 'config'): ProxyConfig {
+  let doc: unknown;
+  try {
+    doc = parseYaml(text, { prettyErrors: true });
+  } catch (err) {
+    throw new EvenlbError(
+      ErrorCodes.INVALID_CONFIG,
+      `proxy config: ${source} is not valid YAML: ${(err as Error).message}`,
+    );
+  }
+  return normalizeProxyConfig(doc);
+}
+
+/** Reads and validates a configuration file. */
+export function loadProxyConfigFile(path: string): ProxyConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new EvenlbError(
+      ErrorCodes.INVALID_CONFIG,
+      `proxy config: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+  return parseProxyConfig(text, path);
+}
+
+export interface ProxyFlags {
+  readonly listen: string;
+  readonly upstream: string;
+  readonly policy?: string;
+  readonly admin?: string;
+  readonly protocol?: 'http1' | 'h2';
+  readonly accessLog?: boolean;
+}
+
+/** The simple case: one `http` listener, one cluster, every host routed to it. */
+export function configFromFlags(flags: ProxyFlags): ProxyConfig {
+  return normalizeProxyConfig({
+    ...(flags.admin === undefined ? {} : { admin: { address: flags.admin } }),
+    ...(flags.accessLog === undefined ? {} : { accessLog: flags.accessLog }),
+    listeners: [{ name: 'default', address: flags.listen, protocol: 'http' }],
+    clusters: [
+      {
+        name: 'default',
+        target: flags.upstream,
+        ...(flags.policy === undefined ? {} : { policy: flags.policy }),
+        ...(flags.protocol === undefined ? {} : { protocol: flags.protocol }),
+      },
+    ],
+  });
+}

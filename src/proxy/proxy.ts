@@ -1,0 +1,263 @@
+/**
+ * `Proxy`: the running proxy built from a validated `ProxyConfig` — clusters (discovery +
+ * balancer + upstream transport), the route table, L7 and L4 listeners, the admin listener and
+ * the metrics. `reload(config)` swaps in a new configuration without dropping connections:
+ * unchanged clusters and listeners are kept as they are, new ones start, removed ones drain;
+ * requests read the route table once, so each sees either the old or the new one. A reload
+ * that fails (a listener cannot bind, a source cannot open) keeps the running configuration.
+ *
+ * @example
+ * const proxy = await Proxy.start(configFromFlags({ listen: '127.0.0.1:8080', upstream: 'static:///127.0.0.1:9000' }));
+ * // ...
+ * await proxy.close();
+ */
+import { destination, type Logger, pino } from 'pino';
+import { type ClusterView, ProxyMetrics } from '../metrics/proxy-metrics.js';
+import { AdminServer } from './admin-server.js';
+import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config-schema.js';
+import { L7Listener, type L7State } from './l7-listener.js';
+import { ProxyCluster } from './proxy-cluster.js';
+import { RouteTable } from './route-table.js';
+import { TcpListener } from './tcp-listener.js';
+
+export interface ProxyOptions {
+  readonly logger?: Logger;
+}
+
+type Listener = L7Listener | TcpListener;
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function clusterView(c: ProxyCluster): ClusterView {
+  return {
+    name: c.name,
+    balancer: c.balancer,
+    connections() {
+      if (c.h2 !== undefined) return c.h2.sessionCounts();
+      const out = new Map<string, number>();
+      if (c.http1 !== undefined) {
+        const stats = c.http1.agent.stats as Record<string, { connected?: number }>;
+        for (const origin in stats) {
+          const key = origin.replace(/^https?:\/\//, '');
+          out.set(key, stats[origin]?.connected ?? 0);
+        }
+        return out;
+      }
+      return out;
+    },
+  };
+}
+
+function tcpView(c: ProxyCluster): ClusterView {
+  return {
+    name: c.name,
+    balancer: c.balancer,
+    connections() {
+      const out = new Map<string, number>();
+      for (const l of c.balancer.loads.values()) out.set(l.key, l.inFlight);
+      return out;
+    },
+  };
+}
+
+export class Proxy {
+  readonly logger: Logger;
+  readonly metrics: ProxyMetrics;
+  #config: ProxyConfig;
+  #clusters = new Map<string, ProxyCluster>();
+  #listeners = new Map<string, Listener>();
+  #state: L7State;
+  #admin: AdminServer | undefined;
+  #closing: Promise<void> | undefined;
+  #reloading: Promise<void> = Promise.resolve();
+
+  private constructor(config: ProxyConfig, options: ProxyOptions) {
+    this.#config = config;
+    this.logger = options.logger ?? pino({ level: config.logLevel }, destination(2));
+    this.metrics = new ProxyMetrics(() => this.#views(), { windowMs: config.imbalanceWindowMs });
+    this.#state = { routes: new RouteTable([], () => undefined as unknown as ProxyCluster), accessLog: false };
+  }
+
+  /** Builds and starts a proxy; rejects (with everything stopped) if any part fails to start. */
+  static async start(config: ProxyConfig, options: ProxyOptions = {}): Promise<Proxy> {
+    const proxy = new Proxy(config, options);
+    try {
+      await proxy.#apply(config, true);
+      if (config.admin !== undefined) {
+        proxy.#admin = new AdminServer({
+          metrics: proxy.metrics,
+          config: () => proxy.#config,
+          notReady: () => proxy.#notReady(),
+        });
+        await proxy.#admin.listen(config.admin.address);
+      }
+    } catch (err) {
+      await proxy.destroy();
+      throw err;
+    }
+    proxy.logger.info(
+      {
+        listeners: [...proxy.#listeners.values()].map((l) => ({ name: l.config.name, port: l.port })),
+        admin: proxy.#admin?.port,
+      },
+      'proxy started',
+    );
+    return proxy;
+  }
+
+  get config(): ProxyConfig {
+    return this.#config;
+  }
+
+  /** Bound port of a listener by name (useful with port 0). */
+  listenerPort(name: string): number | undefined {
+    return this.#listeners.get(name)?.port;
+  }
+
+  get adminPort(): number | undefined {
+    return this.#admin?.port;
+  }
+
+  /** Current clusters by name. */
+  get clusters(): ReadonlyMap<string, ProxyCluster> {
+    return this.#clusters;
+  }
+
+  #views(): ClusterView[] {
+    const tcpClusters = new Set(
+      this.#config.listeners.filter((l) => l.protocol === 'tcp').map((l) => l.cluster as string),
+    );
+    return [...this.#clusters.values()].map((c) => (tcpClusters.has(c.name) ? tcpView(c) : clusterView(c)));
+  }
+
+  #notReady(): string | undefined {
+    if (this.#closing !== undefined) return 'shutting down';
+    for (const c of this.#clusters.values()) {
+      if (c.source.snapshot().status.state === 'pending') return `cluster ${c.name}: discovery pending`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Applies `config`: starts new clusters and listeners first (so a failure leaves the old
+   * configuration running), then swaps the route table, then drains what is no longer used.
+   */
+  async #apply(config: ProxyConfig, initial: boolean): Promise<void> {
+    const old = this.#config;
+    const keepCluster = (c: ClusterConfig): boolean => {
+      const prev = old.clusters.find((o) => o.name === c.name);
+      return !initial && prev !== undefined && same(prev, c) && this.#clusters.has(c.name);
+    };
+    const newClusters = new Map<string, ProxyCluster>();
+    const started: ProxyCluster[] = [];
+    const startedListeners: Listener[] = [];
+    try {
+      for (const c of config.clusters) {
+        if (keepCluster(c)) newClusters.set(c.name, this.#clusters.get(c.name) as ProxyCluster);
+        else {
+          const cluster = new ProxyCluster(c, {
+            observer: { onAttemptEnd: (key, _ok, ms) => this.metrics.observeUpstream(c.name, key, ms) },
+          });
+          started.push(cluster);
+          newClusters.set(c.name, cluster);
+        }
+      }
+      await Promise.all(started.map((c) => c.ready()));
+      const routes = new RouteTable(config.routes, (name) => newClusters.get(name) as ProxyCluster);
+      const state: L7State = { routes, accessLog: config.accessLog };
+      // Listeners: keep identical ones, restart changed ones, start new ones.
+      const keepListener = (l: ListenerConfig): boolean => {
+        const prev = old.listeners.find((o) => o.name === l.name);
+        return !initial && prev !== undefined && same(prev, l) && this.#listeners.has(l.name);
+      };
+      const toStop: Listener[] = [];
+      for (const [name, l] of this.#listeners) {
+        const next = config.listeners.find((x) => x.name === name);
+        if (initial || next === undefined || !keepListener(next)) toStop.push(l);
+      }
+      // Free the addresses of listeners being replaced before binding new ones.
+      const freeing = toStop.filter((l) => config.listeners.some((n) => n.address === l.config.address));
+      const draining = freeing.map((l) => l.close(config.drainTimeoutMs));
+      const newListeners = new Map<string, Listener>();
+      for (const l of config.listeners) {
+        if (keepListener(l)) {
+          newListeners.set(l.name, this.#listeners.get(l.name) as Listener);
+          continue;
+        }
+        const listener: Listener =
+          l.protocol === 'tcp'
+            ? new TcpListener(l, {
+                cluster: () => this.#clusters.get(l.cluster as string),
+                metrics: this.metrics,
+                logger: this.logger,
+              })
+            : new L7Listener(l, { state: () => this.#state, metrics: this.metrics, logger: this.logger });
+        await listener.listen();
+        startedListeners.push(listener);
+        newListeners.set(l.name, listener);
+      }
+      // Commit.
+      const oldClusters = this.#clusters;
+      this.#clusters = newClusters;
+      this.#listeners = newListeners;
+      this.#state = state;
+      this.#config = config;
+      for (const l of toStop) if (!freeing.includes(l)) void l.close(config.drainTimeoutMs);
+      void Promise.all(draining);
+      for (const [name, c] of oldClusters) {
+        if (newClusters.get(name) !== c) {
+          // Let in-flight requests finish on the old cluster before closing its pools.
+          const t = setTimeout(() => void c.close(), Math.min(config.drainTimeoutMs, 5_000));
+          t.unref();
+        }
+      }
+    } catch (err) {
+      for (const l of startedListeners) await l.destroy();
+      for (const c of started) await c.destroy();
+      throw err;
+    }
+  }
+
+  /**
+   * Applies a new configuration. On failure the running configuration stays and the error is
+   * rethrown (the caller logs it). Reloads run one at a time.
+   */
+  reload(config: ProxyConfig): Promise<void> {
+    const run = this.#reloading.then(async () => {
+      if (this.#closing !== undefined) return;
+      try {
+        await this.#apply(config, false);
+        this.metrics.reloads.inc({ result: 'ok' });
+        this.logger.info('configuration reloaded');
+      } catch (err) {
+        this.metrics.reloads.inc({ result: 'error' });
+        throw err;
+      }
+    });
+    this.#reloading = run.catch(() => {});
+    return run;
+  }
+
+  /** Graceful stop: listeners stop accepting and drain, then clusters close. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      const timeout = this.#config.drainTimeoutMs;
+      await Promise.all([...this.#listeners.values()].map((l) => l.close(timeout)));
+      await Promise.all([...this.#clusters.values()].map((c) => c.close()));
+      await this.#admin?.close();
+      this.metrics.close();
+    })();
+    return this.#closing;
+  }
+
+  /** Abrupt stop. */
+  async destroy(): Promise<void> {
+    this.#closing ??= Promise.resolve();
+    await Promise.all([...this.#listeners.values()].map((l) => l.destroy()));
+    await Promise.all([...this.#clusters.values()].map((c) => c.destroy()));
+    await this.#admin?.close();
+    this.metrics.close();
+  }
+}

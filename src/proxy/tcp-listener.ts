@@ -1,0 +1,167 @@
+/**
+ * An L4 (`tcp`) listener: each client connection is balanced once, when it opens, and then
+ * piped byte for byte to its endpoint. `least-connections` uses the cluster's load policy fed
+ * with open connections as "in flight" (every connection is counted in the endpoint's
+ * `EndpointLoad` from open to close, proxy-wide across all listeners on the cluster); `maglev`
+ * hashes the client address (`PickContext.hash = hashKey(remoteAddress)`) so a client keeps
+ * its endpoint. `maxConnectionAgeMs` ends connections at their (±10% jittered) age so long
+ * connections come back through the balancer; a failed connect tries another endpoint.
+ */
+import net, { type Socket } from 'node:net';
+import type { Logger } from 'pino';
+import { hashKey, type PickContext } from '../balancing/picker.js';
+import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
+import type { ListenerConfig } from './config-schema.js';
+import type { ProxyCluster } from './proxy-cluster.js';
+import { parseAddress } from './proxy-config.js';
+
+export interface TcpListenerDeps {
+  readonly cluster: () => ProxyCluster | undefined;
+  readonly metrics: ProxyMetrics;
+  readonly logger: Logger;
+  readonly random?: () => number;
+}
+
+export class TcpListener {
+  readonly config: ListenerConfig;
+  readonly #deps: TcpListenerDeps;
+  readonly #server: net.Server;
+  readonly #sockets = new Set<Socket>();
+  #closing: Promise<void> | undefined;
+
+  constructor(config: ListenerConfig, deps: TcpListenerDeps) {
+    this.config = config;
+    this.#deps = deps;
+    this.#server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.#onConnection(socket));
+    if (config.limits.maxConnections > 0) this.#server.maxConnections = config.limits.maxConnections;
+  }
+
+  listen(): Promise<number> {
+    const { host, port } = parseAddress(this.config.address);
+    return new Promise((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(port, host, () => {
+        this.#server.off('error', reject);
+        resolve((this.#server.address() as net.AddressInfo).port);
+      });
+    });
+  }
+
+  get port(): number {
+    return (this.#server.address() as net.AddressInfo | null)?.port ?? 0;
+  }
+
+  get connections(): number {
+    return this.#sockets.size;
+  }
+
+  #onConnection(client: Socket): void {
+    const name = this.config.name;
+    this.#sockets.add(client);
+    this.#deps.metrics.connectionOpened(name);
+    client.once('close', () => {
+      this.#sockets.delete(client);
+      this.#deps.metrics.connectionClosed(name);
+    });
+    client.on('error', () => {});
+    const cluster = this.#deps.cluster();
+    if (cluster === undefined) {
+      client.destroy();
+      return;
+    }
+    const context: PickContext = {};
+    if (this.config.balance === 'maglev') context.hash = hashKey(client.remoteAddress ?? '');
+    this.#connect(client, cluster, context, cluster.config.retries.connectFailures);
+  }
+
+  #connect(client: Socket, cluster: ProxyCluster, context: PickContext, retries: number): void {
+    if (client.destroyed) return;
+    const picked = cluster.balancer.picker.pick(context);
+    if (picked.type === 'none') {
+      this.#deps.metrics.rejected(this.config.name, picked.reason);
+      client.destroy();
+      return;
+    }
+    const { endpoint, load } = picked;
+    const startMs = load.start();
+    let ended = false;
+    let connected = false;
+    const end = (ok: boolean): void => {
+      if (ended) return;
+      ended = true;
+      load.end(startMs, ok);
+    };
+    const upstream = net.connect({ host: endpoint.address, port: endpoint.port, noDelay: true });
+    const timer = setTimeout(() => upstream.destroy(new Error('connect timeout')), cluster.config.connectTimeoutMs);
+    timer.unref();
+    upstream.once('connect', () => {
+      clearTimeout(timer);
+      connected = true;
+      upstream.pipe(client);
+      client.pipe(upstream);
+      client.resume();
+      const age = this.config.maxConnectionAgeMs;
+      if (age !== undefined) {
+        const rnd = this.#deps.random?.() ?? Math.random();
+        const t = setTimeout(
+          () => {
+            // Half-close both ways: the client sees EOF and reconnects through the balancer.
+            client.end();
+            upstream.end();
+          },
+          age * (0.9 + 0.2 * rnd),
+        );
+        t.unref();
+        upstream.once('close', () => clearTimeout(t));
+      }
+    });
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (!connected) {
+        end(false);
+        if (retries > 0) {
+          context.exclude = endpoint.key;
+          this.#connect(client, cluster, context, retries - 1);
+          return;
+        }
+        this.#deps.logger.warn({ endpoint: endpoint.key, err: err.message }, 'tcp connect failed');
+        client.destroy();
+        return;
+      }
+      client.destroy();
+    });
+    upstream.once('close', () => {
+      end(true);
+      if (connected) client.destroy();
+    });
+    client.once('close', () => {
+      if (!upstream.destroyed) upstream.destroy();
+    });
+  }
+
+  /** Stops accepting; open connections end by themselves or are destroyed after `timeoutMs`. */
+  close(timeoutMs = 30_000): Promise<void> {
+    this.#closing ??= new Promise<void>((resolve) => {
+      this.#server.close();
+      const deadline = setTimeout(() => {
+        for (const s of this.#sockets) s.destroy();
+      }, timeoutMs);
+      deadline.unref();
+      const check = (): void => {
+        if (this.#sockets.size === 0) {
+          clearTimeout(deadline);
+          resolve();
+          return;
+        }
+        setTimeout(check, 50).unref();
+      };
+      check();
+    });
+    return this.#closing;
+  }
+
+  async destroy(): Promise<void> {
+    this.#server.close();
+    for (const s of this.#sockets) s.destroy();
+  }
+}

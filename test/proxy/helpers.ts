@@ -1,0 +1,130 @@
+/**
+ * Test harness for the proxy: real HTTP/1.1 backends, each on its own loopback address,
+ * counting the requests they serve; a proxy started in-process from a config object; and
+ * bounded load loops (count and time).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { Proxy } from '../../src/proxy/proxy.js';
+import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+
+export interface Backend {
+  readonly name: string;
+  readonly address: string;
+  readonly port: number;
+  readonly key: string;
+  hits: number;
+  inFlight: number;
+  /** Last request's headers, for header assertions. */
+  lastHeaders: http.IncomingHttpHeaders | undefined;
+  readonly server: http.Server;
+  close(): Promise<void>;
+}
+
+export interface BackendOptions {
+  /** Delay before answering, ms. */
+  readonly delayMs?: number;
+  readonly handler?: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+}
+
+/** Starts an HTTP/1.1 backend on `address` (e.g. 127.0.0.11), ephemeral port. */
+export async function startBackend(name: string, address: string, options: BackendOptions = {}): Promise<Backend> {
+  const server = http.createServer();
+  const backend: Backend = {
+    name,
+    address,
+    port: 0,
+    key: '',
+    hits: 0,
+    inFlight: 0,
+    lastHeaders: undefined,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+  server.on('request', (req, res) => {
+    backend.hits++;
+    backend.inFlight++;
+    backend.lastHeaders = req.headers;
+    res.once('close', () => backend.inFlight--);
+    if (options.handler !== undefined) return options.handler(req, res);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const answer = (): void => {
+        const body = `${name} ${Buffer.concat(chunks).length}\n`;
+        res.writeHead(200, { 'content-type': 'text/plain', 'x-backend': name });
+        res.end(body);
+      };
+      if (options.delayMs !== undefined && options.delayMs > 0) setTimeout(answer, options.delayMs);
+      else answer();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, address, resolve));
+  const port = (server.address() as AddressInfo).port;
+  Object.assign(backend, { port, key: `${address}:${port}` });
+  return backend;
+}
+
+export const quietLogger = pino({ level: 'silent' });
+
+/** Starts a proxy in-process from a raw config object (validated like a file). */
+export async function startProxy(config: unknown): Promise<Proxy> {
+  return Proxy.start(normalizeProxyConfig(config), { logger: quietLogger });
+}
+
+/** Waits until `check()` is true, polling; throws after `timeoutMs`. */
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Each backend's share of `total`. */
+export function shares(backends: readonly Backend[]): number[] {
+  const total = backends.reduce((a, b) => a + b.hits, 0);
+  return backends.map((b) => (total === 0 ? 0 : b.hits / total));
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..', '..');
+
+/**
+ * Bundles the CLI once (esbuild, dependencies external) so tests can run `evenlb proxy` as a
+ * real child process. Returns the path of the bundle.
+ */
+export function buildCli(): string {
+  const out = join(root, 'node_modules', '.cache', 'evenlb-test', 'cli.mjs');
+  mkdirSync(dirname(out), { recursive: true });
+  const r = spawnSync(
+    join(root, 'node_modules', '.bin', 'esbuild'),
+    [
+      join(root, 'src', 'cli', 'main.ts'),
+      '--bundle',
+      '--platform=node',
+      '--format=esm',
+      '--target=node20',
+      '--packages=external',
+      `--outfile=${out}`,
+      '--log-level=error',
+    ],
+    { cwd: root, encoding: 'utf8' },
+  );
+  if (r.status !== 0) throw new Error(`esbuild failed: ${r.stderr}`);
+  return out;
+}

@@ -1,0 +1,142 @@
+/**
+ * Per-request balancing through the proxy: 8 keep-alive HTTP/1.1 connections, and one HTTP/2
+ * connection carrying 100 concurrent streams, spread over 4 backends on their own loopback
+ * addresses; each backend must get 25% ± 3% of the requests. Also checks forwarding headers.
+ */
+import http from 'node:http';
+import http2 from 'node:http2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Proxy } from '../../src/proxy/proxy.js';
+import { type Backend, shares, startBackend, startProxy } from './helpers.js';
+
+let backends: Backend[] = [];
+let proxy: Proxy;
+let port = 0;
+
+beforeAll(async () => {
+  backends = await Promise.all([1, 2, 3, 4].map((i) => startBackend(`b${i}`, `127.0.0.${10 + i}`)));
+  proxy = await startProxy({
+    listeners: [{ name: 'web', address: '127.0.0.1:0', protocol: 'http' }],
+    clusters: [
+      {
+        name: 'web',
+        target: `static:///${backends.map((b) => b.key).join(',')}`,
+        policy: 'round-robin',
+      },
+    ],
+  });
+  port = proxy.listenerPort('web') as number;
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await Promise.all(backends.map((b) => b.close()));
+});
+
+function reset(): void {
+  for (const b of backends) b.hits = 0;
+}
+
+function get(
+  agent: http.Agent,
+  path = '/',
+): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, agent, headers: { host: 'svc.example' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('proxy balancing', () => {
+  it('spreads 8 keep-alive HTTP/1.1 connections evenly over 4 backends (25% ± 3%)', async () => {
+    reset();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+    const deadline = Date.now() + 15_000;
+    let sent = 0;
+    const worker = async (): Promise<void> => {
+      while (sent < 2000 && Date.now() < deadline) {
+        sent++;
+        const r = await get(agent);
+        expect(r.status).toBe(200);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, worker));
+    agent.destroy();
+    const s = shares(backends);
+    for (const share of s) expect(Math.abs(share - 0.25)).toBeLessThanOrEqual(0.03);
+    expect(backends.reduce((a, b) => a + b.hits, 0)).toBeGreaterThanOrEqual(400);
+  });
+
+  it('spreads 100 concurrent streams on one HTTP/2 connection evenly over 4 backends', async () => {
+    reset();
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    const one = (): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = session.request({ ':path': '/h2', ':authority': 'svc.example' });
+        let status = 0;
+        req.on('response', (h) => (status = Number(h[':status'])));
+        req.on('data', () => {});
+        req.on('end', () => resolve(status));
+        req.on('error', reject);
+        req.end();
+      });
+    const deadline = Date.now() + 15_000;
+    let sent = 0;
+    const stream = async (): Promise<void> => {
+      while (sent < 2000 && Date.now() < deadline) {
+        sent++;
+        expect(await one()).toBe(200);
+      }
+    };
+    await Promise.all(Array.from({ length: 100 }, stream));
+    session.close();
+    const s = shares(backends);
+    for (const share of s) expect(Math.abs(share - 0.25)).toBeLessThanOrEqual(0.03);
+  });
+
+  it('adds forwarding headers and strips hop-by-hop ones', async () => {
+    const agent = new http.Agent({ keepAlive: false });
+    const r = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/hdr',
+          agent,
+          headers: {
+            host: 'svc.example:8080',
+            connection: 'close, x-secret',
+            'x-secret': 'drop me',
+            'keep-alive': 'timeout=5',
+            te: 'trailers, deflate',
+            'proxy-authorization': 'Basic eA==',
+            'x-forwarded-for': '10.9.9.9',
+            'x-keep': 'yes',
+          },
+        },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    r.resume();
+    const seen = backends.map((b) => b.lastHeaders).find((h) => h?.['x-keep'] === 'yes');
+    expect(seen).toBeDefined();
+    expect(seen?.['x-secret']).toBeUndefined();
+    expect(seen?.['keep-alive']).toBeUndefined();
+    expect(seen?.['proxy-authorization']).toBeUndefined();
+    expect(seen?.te).toBe('trailers');
+    expect(seen?.host).toBe('svc.example:8080');
+    expect(seen?.['x-forwarded-for']).toBe('10.9.9.9, 127.0.0.1');
+    expect(seen?.['x-forwarded-proto']).toBe('http');
+    expect(seen?.['x-forwarded-host']).toBe('svc.example:8080');
+    expect(seen?.via).toBe('1.1 evenlb');
+    expect(r.headers.via).toBe('1.1 evenlb');
+  });
+});
