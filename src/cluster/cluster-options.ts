@@ -1,0 +1,202 @@
+/**
+ * The options of a `Cluster`, declared once and parsed once. `clusterSettingsSpec` holds the
+ * tunables a route may override (balancing policy, connection lifetime, retries, outlier
+ * detection, TLS, protocol); the `BalancedAgent` accepts the same fields as agent-wide
+ * defaults and per route, so one spec validates all three places.
+ */
+import type { Clock } from '../core/clock.js';
+import type { FeatureGates } from '../core/feature-gates.js';
+import { opt, type Parsed, parseOptions } from '../core/options.js';
+import type { Random } from '../core/random.js';
+import type { EndpointSource } from '../discovery/endpoint-source.js';
+import type { CloseReason } from '../pool/lifetime-policy.js';
+
+type PemInput = string | Buffer | readonly (string | Buffer)[];
+
+const isPem = (v: unknown): v is PemInput =>
+  typeof v === 'string' ||
+  Buffer.isBuffer(v) ||
+  (Array.isArray(v) && v.every((x) => typeof x === 'string' || Buffer.isBuffer(x)));
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** TLS settings for HTTPS endpoints. The server name defaults to the request's host name, never an IP. */
+export const clusterTlsSpec = {
+  /** Trusted CA certificates (PEM); default: Node's bundled roots. */
+  ca: opt.custom<PemInput, { optional: true }>('PEM text, a Buffer or an array of them', isPem, { optional: true }),
+  /** Client certificate chain (PEM), for mutual TLS. */
+  cert: opt.custom<PemInput, { optional: true }>('PEM text, a Buffer or an array of them', isPem, { optional: true }),
+  /** Client private key (PEM), for mutual TLS. */
+  key: opt.custom<PemInput, { optional: true }>('PEM text, a Buffer or an array of them', isPem, { optional: true }),
+  /** TLS server name (SNI and certificate check); default: the host name of the request's authority. */
+  servername: opt.string({ nonEmpty: true, optional: true }),
+  /** Verify the server certificate; default true. */
+  rejectUnauthorized: opt.boolean({ default: true }),
+};
+
+export type ClusterTlsOptions = Parsed<typeof clusterTlsSpec>;
+
+/** Tunables shared by `ClusterOptions`, `BalancedAgentOptions` and per-route options. */
+export const clusterSettingsSpec = {
+  /** Balancing policy name (`least-request`, `round-robin`, ...); default `least-request`. */
+  policy: opt.string({ nonEmpty: true, default: 'least-request' }),
+  /** The policy's own options, validated by the policy. */
+  policyOptions: opt.custom<unknown, { optional: true }>('policy options', (_v): _v is unknown => true, {
+    optional: true,
+  }),
+  /** Requests per connection before it is retired (exactly); unset = unlimited. */
+  maxRequestsPerConnection: opt.int({ min: 1, optional: true }),
+  /** Connection age limit in ms, jittered by `ageJitter`; unset = unlimited. */
+  maxConnectionAgeMs: opt.number({ min: 0, exclusiveMin: true, optional: true }),
+  /** Jitter fraction for `maxConnectionAgeMs` (0..0.5); default 0.1. */
+  ageJitter: opt.number({ min: 0, max: 0.5, default: 0.1 }),
+  /** Close a connection idle this long (ms); unset = undici's keep-alive rules. */
+  idleTimeoutMs: opt.number({ min: 0, exclusiveMin: true, optional: true }),
+  /** Connections per endpoint (per Service in legacy mode); unset = unlimited. */
+  connectionsPerEndpoint: opt.int({ min: 1, optional: true }),
+  /** TCP + TLS connect timeout in ms; default 10 s. */
+  connectTimeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 10_000 }),
+  /** undici `headersTimeout` in ms; default undici's (300 s). */
+  headersTimeoutMs: opt.number({ min: 0, optional: true }),
+  /** undici `bodyTimeout` in ms; default undici's (300 s). */
+  bodyTimeoutMs: opt.number({ min: 0, optional: true }),
+  /** Passive outlier detection options, or `false` to turn it off; default on with defaults. */
+  outlierDetection: opt.custom<Record<string, unknown> | false, { optional: true }>(
+    'false or an object of outlier detection options',
+    (v): v is Record<string, unknown> | false => v === false || isObject(v),
+    { optional: true },
+  ),
+  /**
+   * Extra attempts for idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) with a
+   * replayable body after a transport error or a 502/503/504, each on another endpoint;
+   * default 0. Connect failures are always retried once, on another endpoint.
+   */
+  retryIdempotent: opt.int({ min: 0, max: 10, default: 0 }),
+  /** TLS settings for `https:` origins. */
+  tls: opt.object(clusterTlsSpec, { optional: true }),
+  /** Offer h2 in ALPN to HTTPS endpoints; default false (http/1.1 only, as kube-apiserver does for Services). */
+  allowH2: opt.boolean({ default: false }),
+  /** Speak HTTP/2 with prior knowledge to `http:` endpoints (h2c, e.g. gRPC); default false. */
+  h2c: opt.boolean({ default: false }),
+  /** Streams per HTTP/2 connection; default 100. */
+  maxConcurrentStreams: opt.int({ min: 1, default: 100 }),
+  /** How long a request waits for discovery's first answer (ms) before `EVENLB_DISCOVERY_PENDING`; default 5 s. */
+  discoveryTimeoutMs: opt.number({ min: 0, default: 5_000 }),
+  /** Sliding window for per-endpoint request counts and imbalance figures (ms); default 60 s. */
+  statsWindowMs: opt.number({ min: 10, default: 60_000 }),
+  /** Feature gates (`RoundTripLoadBalancing=false` selects the legacy host-keyed pool). */
+  featureGates: opt.custom<string | Record<string, unknown> | FeatureGates, { optional: true }>(
+    'a feature gate string "Name=true,..." or an object',
+    (v): v is string | Record<string, unknown> | FeatureGates => typeof v === 'string' || isObject(v),
+    { optional: true },
+  ),
+};
+
+/** What a cluster reports as requests end and connections come and go (metrics hook into this). */
+export interface ClusterObserver {
+  requestEnded?(cluster: string, endpoint: string, outcome: RequestOutcome, durationMs: number): void;
+  retried?(cluster: string, reason: 'connect-failure' | 'idempotent'): void;
+  connectionOpened?(cluster: string, endpoint: string): void;
+  connectionClosed?(cluster: string, endpoint: string, reason: CloseReason): void;
+  ejected?(cluster: string, endpoint: string, durationMs: number): void;
+}
+
+/** How a request to an endpoint ended. */
+export type RequestOutcome =
+  /** A response below 500 (or an upgrade). */
+  | 'success'
+  /** A 5xx response. */
+  | 'http-error'
+  /** The connection could not be made (nothing was sent). */
+  | 'connect-failure'
+  /** The connection failed after the request started. */
+  | 'transport-error'
+  /** The caller aborted. */
+  | 'aborted';
+
+const isClock = (v: unknown): v is Clock =>
+  isObject(v) && typeof v.now === 'function' && typeof v.setTimeout === 'function';
+const isRandom = (v: unknown): v is Random =>
+  isObject(v) && typeof v.next === 'function' && typeof v.int === 'function';
+const isSource = (v: unknown): v is EndpointSource =>
+  isObject(v) && typeof v.snapshot === 'function' && typeof v.subscribe === 'function';
+
+/** True for an object that implements `EndpointSource`. */
+export const isEndpointSource = isSource;
+
+/** Options only a whole cluster (not a route override) takes. */
+export const clusterOnlySpec = {
+  clock: opt.custom<Clock, { optional: true }>('a Clock', isClock, { optional: true }),
+  random: opt.custom<Random, { optional: true }>('a Random', isRandom, { optional: true }),
+  /** Options for endpoint sources created from target URIs (dns/file/k8s tuning). */
+  sourceOptions: opt.custom<Record<string, unknown>, { optional: true }>('an object', isObject, { optional: true }),
+  observer: opt.custom<ClusterObserver, { optional: true }>('an object of observer callbacks', isObject, {
+    optional: true,
+  }),
+};
+
+export const clusterOptionsSpec = {
+  /** Name for stats, metrics and errors (the route, e.g. `webhook.policy.svc:443`). */
+  name: opt.string({ nonEmpty: true }),
+  /** A target URI (`static:///`, `dns:///`, `file:///`, `k8s:///`) or an `EndpointSource`. */
+  target: opt.custom<string | EndpointSource, Record<string, never>>(
+    'a target URI string or an EndpointSource',
+    (v): v is string | EndpointSource => typeof v === 'string' || isSource(v),
+  ),
+  /** `Host` header value when the request has none; default: the request origin's host. */
+  authority: opt.string({ nonEmpty: true, optional: true }),
+  ...clusterSettingsSpec,
+  ...clusterOnlySpec,
+};
+
+export type ParsedClusterOptions = Parsed<typeof clusterOptionsSpec>;
+
+/** Input accepted by `new Cluster(...)`; see `clusterOptionsSpec` for each field's meaning and default. */
+export type ClusterOptions = {
+  name: string;
+  target: string | EndpointSource;
+  authority?: string;
+  policy?: string;
+  policyOptions?: unknown;
+  maxRequestsPerConnection?: number;
+  maxConnectionAgeMs?: number;
+  ageJitter?: number;
+  idleTimeoutMs?: number;
+  connectionsPerEndpoint?: number;
+  connectTimeoutMs?: number;
+  headersTimeoutMs?: number;
+  bodyTimeoutMs?: number;
+  outlierDetection?:
+    | { consecutiveFailures?: number; baseEjectionMs?: number; maxEjectionMs?: number; maxEjectionPercent?: number }
+    | false;
+  retryIdempotent?: number;
+  tls?: {
+    ca?: PemInput;
+    cert?: PemInput;
+    key?: PemInput;
+    servername?: string;
+    rejectUnauthorized?: boolean;
+  };
+  allowH2?: boolean;
+  h2c?: boolean;
+  maxConcurrentStreams?: number;
+  discoveryTimeoutMs?: number;
+  statsWindowMs?: number;
+  featureGates?: string | Record<string, boolean> | FeatureGates;
+  clock?: Clock;
+  random?: Random;
+  sourceOptions?: Record<string, unknown>;
+  observer?: ClusterObserver;
+};
+
+/** The settings part of `ClusterOptions` (agent defaults and per-route overrides). */
+export type ClusterSettings = Omit<
+  ClusterOptions,
+  'name' | 'target' | 'authority' | 'clock' | 'random' | 'sourceOptions' | 'observer'
+>;
+
+/** Parses cluster options once (unknown keys rejected). */
+export function parseClusterOptions(input: unknown): ParsedClusterOptions {
+  const name = isObject(input) && typeof input.name === 'string' ? input.name : '?';
+  return parseOptions(`cluster ${name}`, input, clusterOptionsSpec);
+}

@@ -1,0 +1,609 @@
+/**
+ * A `Cluster` is everything needed to send requests to one Service: an endpoint source, the
+ * shared `Balancer` (one pick per request), passive outlier detection, one connection pool per
+ * endpoint governed by the shared `LifetimePolicy`, and stats. The `BalancedAgent` holds one
+ * per route; the proxy holds one per upstream.
+ *
+ * `dispatch(opts, handler)` takes undici dispatch options and a handler in either undici
+ * style. In round-trip mode (the `RoundTripLoadBalancing` gate, on by default) each request:
+ * picks an endpoint → goes to `scheme://ip:port` over that endpoint's pool, with the `Host`
+ * header kept as the original authority (TLS SNI and certificate checks follow it, never the
+ * IP) → counts in the endpoint's load record from pick to end → feeds the outlier detector. A
+ * connect failure is retried once on a different endpoint. When an endpoint leaves the
+ * eligible set its pool drains: no new requests, idle sockets close at once, in-flight ones
+ * finish.
+ *
+ * With the gate off (legacy mode) the cluster reproduces the behaviour kube-apiserver had:
+ * ONE pool keyed by the request origin (the Service name); the endpoint is picked only when a
+ * connection is dialled; idle connections are reused whatever discovery says.
+ *
+ * No eligible endpoint fails the request at once with `EVENLB_NO_ENDPOINTS` (or
+ * `EVENLB_SERVICE_NOT_FOUND`); while discovery has not answered yet a request waits up to
+ * `discoveryTimeoutMs`, then fails with `EVENLB_DISCOVERY_PENDING`.
+ *
+ * @example
+ * const cluster = new Cluster({ name: 'webhook', target: 'static:///10.0.0.1:8443,10.0.0.2:8443',
+ *   tls: { ca }, maxRequestsPerConnection: 100 });
+ * const res = await request('https://webhook.policy.svc:8443/validate', { dispatcher: cluster.dispatcher });
+ * await cluster.close();
+ */
+import { createRequire } from 'node:module';
+import { buildConnector, Dispatcher } from 'undici';
+import { Balancer } from '../balancing/balancer.js';
+import { OutlierDetector } from '../balancing/outlier-detector.js';
+import type { PickContext } from '../balancing/picker.js';
+import { type Clock, systemClock } from '../core/clock.js';
+import type { Endpoint } from '../core/endpoint.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { FeatureGates } from '../core/feature-gates.js';
+import { createRandom, type Random } from '../core/random.js';
+import { createEndpointSource } from '../discovery/create-endpoint-source.js';
+import type { DiscoverySnapshot, EndpointSource } from '../discovery/endpoint-source.js';
+import { imbalance } from '../metrics/imbalance.js';
+import { EndpointPool, type EndpointPoolEvents } from '../pool/endpoint-pool.js';
+import { type CloseReason, LifetimePolicy } from '../pool/lifetime-policy.js';
+import {
+  type ClusterObserver,
+  type ClusterOptions,
+  type ParsedClusterOptions,
+  parseClusterOptions,
+  type RequestOutcome,
+} from './cluster-options.js';
+import type { ClusterStats, EndpointStats } from './cluster-stats.js';
+import { withHost } from './request-headers.js';
+import { type LegacyHandler, type RequestRouter, RoutedRequest } from './routed-request.js';
+import { SlidingCounter } from './sliding-counter.js';
+
+const require = createRequire(import.meta.url);
+/** undici's adapter from the new handler API (`onRequestStart`...) to the callback style its Client runs. */
+const UnwrapHandler = require('undici/lib/handler/unwrap-handler.js') as new (
+  handler: Dispatcher.DispatchHandler,
+) => LegacyHandler;
+
+const WINDOW_BUCKETS = 10;
+
+/** Per-endpoint state the cluster keeps beside the balancer's load record. */
+class EndpointEntry {
+  endpoint: Endpoint;
+  http: EndpointPool | undefined;
+  https: EndpointPool | undefined;
+  readonly window = new SlidingCounter(WINDOW_BUCKETS);
+  connectionsOpened = 0;
+  constructor(endpoint: Endpoint) {
+    this.endpoint = endpoint;
+  }
+  pools(): EndpointPool[] {
+    const out: EndpointPool[] = [];
+    if (this.http !== undefined) out.push(this.http);
+    if (this.https !== undefined) out.push(this.https);
+    return out;
+  }
+}
+
+export class Cluster implements RequestRouter {
+  readonly name: string;
+  readonly options: ParsedClusterOptions;
+  readonly balancer: Balancer;
+  readonly source: EndpointSource;
+  /** `round-trip` (pick per request) or `legacy` (pick per dialled connection). */
+  readonly mode: 'round-trip' | 'legacy';
+  readonly retryIdempotent: number;
+  readonly #clock: Clock;
+  readonly #ownsSource: boolean;
+  readonly #outlier: OutlierDetector | undefined;
+  readonly #lifetime: LifetimePolicy;
+  readonly #observer: ClusterObserver | undefined;
+  readonly #entries = new Map<string, EndpointEntry>();
+  readonly #legacyPools = new Map<string, EndpointPool>();
+  readonly #waiting = new Set<RoutedRequest>();
+  readonly #pick: PickContext = {};
+  readonly #bucketMs: number;
+  readonly #poolEvents: EndpointPoolEvents;
+  readonly #unsubscribe: () => void;
+  #connectors: { http?: ReturnType<typeof buildConnector>; https?: ReturnType<typeof buildConnector> } = {};
+  #pending = true;
+  #legacyExclude: string | undefined;
+  #lastOrigin: unknown;
+  #lastAuthority = '';
+  #requests = 0;
+  #retries = 0;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+
+  constructor(input: ClusterOptions) {
+    const o = parseClusterOptions(input);
+    this.options = o;
+    this.name = o.name;
+    this.retryIdempotent = o.retryIdempotent;
+    this.#clock = o.clock ?? systemClock;
+    const random: Random = o.random ?? createRandom();
+    this.#observer = o.observer;
+    this.#bucketMs = o.statsWindowMs / WINDOW_BUCKETS;
+    const gates = FeatureGates.parse(o.featureGates);
+    this.mode = gates.enabled('RoundTripLoadBalancing') ? 'round-trip' : 'legacy';
+    this.balancer = new Balancer({
+      policy: o.policy,
+      policyOptions: o.policyOptions,
+      clock: this.#clock,
+      random,
+    });
+    this.#lifetime = new LifetimePolicy(
+      {
+        maxRequestsPerConnection: o.maxRequestsPerConnection,
+        maxConnectionAgeMs: o.maxConnectionAgeMs,
+        ageJitter: o.ageJitter,
+        idleTimeoutMs: o.idleTimeoutMs,
+      },
+      random,
+      `cluster ${o.name}`,
+    );
+    if (o.outlierDetection !== false) {
+      const balancer = this.balancer;
+      this.#outlier = new OutlierDetector(o.outlierDetection, {
+        clock: this.#clock,
+        onChange: (ejected) => balancer.setEjected(ejected),
+        onEject: (key, ms) => this.#observer?.ejected?.(this.name, key, ms),
+      });
+    }
+    this.#poolEvents = {
+      onConnectionOpen: (pool, conn) => {
+        const key = conn.endpoint?.key ?? pool.origin;
+        const entry = conn.endpoint === undefined ? undefined : this.#entries.get(conn.endpoint.key);
+        if (entry !== undefined) entry.connectionsOpened++;
+        this.#observer?.connectionOpened?.(this.name, key);
+      },
+      onConnectionClose: (pool, conn, reason: CloseReason) => {
+        this.#observer?.connectionClosed?.(this.name, conn.endpoint?.key ?? pool.origin, reason);
+        if (conn.endpoint !== undefined) this.#forgetIfGone(conn.endpoint.key);
+      },
+    };
+    if (typeof o.target === 'string') {
+      this.source = createEndpointSource(o.target, { clock: this.#clock, ...(o.sourceOptions ?? {}) });
+      this.#ownsSource = true;
+    } else {
+      this.source = o.target;
+      this.#ownsSource = false;
+    }
+    this.#unsubscribe = this.source.subscribe((s) => this.#onSnapshot(s));
+    this.#onSnapshot(this.source.snapshot());
+  }
+
+  /**
+   * Sends one request. `opts` are undici dispatch options (`origin` names the Service as the
+   * caller addressed it); `handler` may use either undici handler style. Always returns true:
+   * the cluster queues rather than pushing back.
+   */
+  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    const legacy: LegacyHandler =
+      typeof handler.onRequestStart === 'function' ? new UnwrapHandler(handler) : (handler as LegacyHandler);
+    const origin = opts.origin;
+    const https =
+      typeof origin === 'string'
+        ? origin.charCodeAt(4) === 115 /* "https:" */
+        : origin !== undefined && origin.protocol === 'https:';
+    let sent = opts;
+    if (this.mode === 'round-trip') {
+      if (origin !== this.#lastOrigin) {
+        this.#lastOrigin = origin;
+        this.#lastAuthority = this.options.authority ?? (origin === undefined ? this.name : new URL(origin).host);
+      }
+      sent = { ...opts, headers: withHost(opts.headers, this.#lastAuthority) };
+      const servername = this.options.tls?.servername;
+      if (https && servername !== undefined && (opts as { servername?: string }).servername === undefined) {
+        (sent as { servername?: string }).servername = servername;
+      }
+    }
+    const request = new RoutedRequest(this, sent, legacy, https);
+    if (this.#closed) {
+      request.fail(new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`));
+      return true;
+    }
+    this.#requests++;
+    this.route(request);
+    return true;
+  }
+
+  /** An undici `Dispatcher` view of this cluster (for `undici.request(url, { dispatcher })`). */
+  get dispatcher(): Dispatcher {
+    let d = this.#dispatcher;
+    if (d === undefined) {
+      d = new ClusterDispatcher(this);
+      this.#dispatcher = d;
+    }
+    return d;
+  }
+  #dispatcher: Dispatcher | undefined;
+
+  /** Stats per endpoint and for the whole cluster. */
+  stats(): ClusterStats {
+    const now = this.#clock.now();
+    const epoch = Math.floor(now / this.#bucketMs);
+    const set = this.balancer.endpointSet;
+    const eligible = new Set(set.eligible().map((e) => e.key));
+    const ejected = this.balancer.ejected;
+    const keys = new Set<string>([...set.endpoints.map((e) => e.key), ...this.#entries.keys()]);
+    const legacyConns = new Map<string, { open: number; idle: number }>();
+    for (const pool of this.#legacyPools.values()) {
+      for (const c of pool.connections()) {
+        if (c.endpoint === undefined || !c.socketOpen) continue;
+        const n = legacyConns.get(c.endpoint.key) ?? { open: 0, idle: 0 };
+        n.open++;
+        if (c.inFlight === 0) n.idle++;
+        legacyConns.set(c.endpoint.key, n);
+      }
+    }
+    const endpoints: EndpointStats[] = [];
+    let inFlight = 0;
+    let errors = 0;
+    for (const key of keys) {
+      const entry = this.#entries.get(key);
+      const endpoint = set.get(key) ?? entry?.endpoint;
+      if (endpoint === undefined) continue;
+      const load = this.balancer.loads.peek(key);
+      let open = 0;
+      let idle = 0;
+      let queued = 0;
+      for (const pool of entry?.pools() ?? []) {
+        for (const c of pool.connections()) {
+          if (!c.socketOpen) continue;
+          open++;
+          if (c.inFlight === 0) idle++;
+        }
+        queued += pool.queued;
+      }
+      const legacy = legacyConns.get(key);
+      if (legacy !== undefined) {
+        open += legacy.open;
+        idle += legacy.idle;
+      }
+      const state = ejected.has(key)
+        ? 'ejected'
+        : eligible.has(key)
+          ? 'eligible'
+          : set.has(key) && open === 0 && (load?.inFlight ?? 0) === 0
+            ? 'not-ready'
+            : 'draining';
+      inFlight += load?.inFlight ?? 0;
+      errors += load?.errors ?? 0;
+      endpoints.push({
+        key,
+        address: endpoint.address,
+        port: endpoint.port,
+        ...(endpoint.zone === undefined ? {} : { zone: endpoint.zone }),
+        ...(endpoint.targetRef === undefined ? {} : { pod: endpoint.targetRef.name }),
+        state,
+        requests: load?.requests ?? 0,
+        windowRequests: entry?.window.sum(epoch) ?? 0,
+        inFlight: load?.inFlight ?? 0,
+        errors: load?.errors ?? 0,
+        latencyMs: load === undefined ? 0 : load.latencyMs(now),
+        openConnections: open,
+        idleConnections: idle,
+        connectionsOpened: entry?.connectionsOpened ?? 0,
+        queued,
+        timesEjected: this.#outlier?.state(key).timesEjected ?? 0,
+      });
+    }
+    endpoints.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const counted = endpoints.filter((e) => e.state === 'eligible' || e.state === 'ejected' || e.windowRequests > 0);
+    return {
+      name: this.name,
+      target: this.source.target,
+      mode: this.mode,
+      policy: this.balancer.policy.name,
+      discovery: this.source.snapshot().status.state,
+      requests: this.#requests,
+      retries: this.#retries,
+      inFlight,
+      errors,
+      endpoints,
+      window: { windowMs: this.options.statsWindowMs, imbalance: imbalance(counted.map((e) => e.windowRequests)) },
+    };
+  }
+
+  /** Graceful: new requests fail with `EVENLB_CLOSED`; in-flight ones finish; then sockets close. Idempotent. */
+  close(): Promise<void> {
+    if (this.#closing === undefined) this.#closing = this.#shutdown(undefined);
+    return this.#closing;
+  }
+
+  /** Abrupt: in-flight and queued requests fail with `err`. Idempotent. */
+  destroy(err?: Error): Promise<void> {
+    if (this.#closing === undefined) this.#closing = this.#shutdown(err ?? null);
+    return this.#closing;
+  }
+
+  // ---- RequestRouter (called by RoutedRequest) ----
+
+  /** @internal */
+  route(request: RoutedRequest): void {
+    if (this.#closed) {
+      request.fail(new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`));
+      return;
+    }
+    if (this.#pending) {
+      this.#wait(request);
+      return;
+    }
+    if (this.mode === 'legacy') {
+      this.#legacyPool(request).dispatch(request);
+      return;
+    }
+    const ctx = this.#pick;
+    ctx.exclude = request.exclude;
+    const picked = this.balancer.picker.pick(ctx);
+    if (picked.type === 'none') {
+      request.fail(this.#noEndpointError(picked.reason));
+      return;
+    }
+    const endpoint = picked.endpoint;
+    let entry = this.#entries.get(endpoint.key);
+    if (entry === undefined) {
+      entry = new EndpointEntry(endpoint);
+      this.#entries.set(endpoint.key, entry);
+    }
+    request.open(endpoint, picked.load.start());
+    entry.window.add(Math.floor(request.startMs / this.#bucketMs));
+    let pool = request.https ? entry.https : entry.http;
+    if (pool === undefined || pool.draining) {
+      pool = this.#createPool(endpoint, request.https);
+      if (request.https) entry.https = pool;
+      else entry.http = pool;
+    }
+    pool.dispatch(request);
+  }
+
+  /** @internal */
+  bind(request: RoutedRequest): void {
+    const endpoint = request.connection?.endpoint;
+    if (endpoint === undefined) return;
+    let entry = this.#entries.get(endpoint.key);
+    if (entry === undefined) {
+      entry = new EndpointEntry(endpoint);
+      this.#entries.set(endpoint.key, entry);
+    }
+    const start = this.balancer.loads.get(endpoint.key).start();
+    request.open(endpoint, start);
+    entry.window.add(Math.floor(start / this.#bucketMs));
+  }
+
+  /** @internal */
+  unbind(request: RoutedRequest): void {
+    const key = request.endpoint?.key;
+    if (key === undefined) return;
+    const load = this.balancer.loads.peek(key);
+    if (load !== undefined) {
+      if (load.inFlight > 0) load.inFlight--;
+      if (load.requests > 0) load.requests--;
+    }
+  }
+
+  /** @internal */
+  settle(request: RoutedRequest, outcome: RequestOutcome): void {
+    const endpoint = request.endpoint;
+    if (endpoint === undefined) return;
+    const key = endpoint.key;
+    const ok = outcome === 'success' || outcome === 'aborted';
+    const load = this.balancer.loads.peek(key);
+    if (load !== undefined) load.end(request.startMs, ok);
+    if (outcome !== 'aborted') this.#outlier?.record(key, ok);
+    const observer = this.#observer;
+    if (observer?.requestEnded !== undefined) {
+      observer.requestEnded(this.name, key, outcome, this.#clock.now() - request.startMs);
+    }
+  }
+
+  /** @internal */
+  retry(request: RoutedRequest, reason: 'connect-failure' | 'idempotent'): boolean {
+    if (this.#closed) return false;
+    const failed = request.endpoint?.key;
+    const candidates = this.balancer.picker.endpoints;
+    if (!candidates.some((t) => t.endpoint.key !== failed)) return false;
+    request.prepareRetry();
+    this.#retries++;
+    this.#observer?.retried?.(this.name, reason);
+    if (this.mode === 'legacy') this.#legacyExclude = failed;
+    this.route(request);
+    return true;
+  }
+
+  // ---- internals ----
+
+  #noEndpointError(reason: string): EvenlbError {
+    const status = this.source.snapshot().status;
+    if (status.state === 'not-found') {
+      return new EvenlbError(ErrorCodes.SERVICE_NOT_FOUND, `route ${this.name}: ${status.error.message}`, {
+        cause: status.error,
+        details: { route: this.name, target: this.source.target },
+      });
+    }
+    const why =
+      reason === 'none-ready'
+        ? 'no endpoint is ready'
+        : reason === 'all-ejected'
+          ? 'every endpoint is ejected by outlier detection'
+          : 'discovery knows no endpoint';
+    return new EvenlbError(ErrorCodes.NO_ENDPOINTS, `route ${this.name} (${this.source.target}): ${why}`, {
+      ...(status.state === 'degraded' ? { cause: status.error } : {}),
+      details: { route: this.name, target: this.source.target, reason },
+    });
+  }
+
+  #wait(request: RoutedRequest): void {
+    this.#waiting.add(request);
+    request.waitTimer = this.#clock.setTimeout(() => {
+      if (!this.#waiting.delete(request)) return;
+      request.fail(
+        new EvenlbError(
+          ErrorCodes.DISCOVERY_PENDING,
+          `route ${this.name} (${this.source.target}): discovery gave no answer within ${this.options.discoveryTimeoutMs} ms`,
+          { details: { route: this.name, target: this.source.target } },
+        ),
+      );
+    }, this.options.discoveryTimeoutMs);
+  }
+
+  #onSnapshot(snapshot: DiscoverySnapshot): void {
+    if (this.#closed) return;
+    this.balancer.update(snapshot.endpoints);
+    this.#outlier?.setEndpoints(snapshot.endpoints);
+    const eligible = new Set<string>();
+    for (const e of snapshot.endpoints.eligible()) eligible.add(e.key);
+    for (const [key, entry] of this.#entries) {
+      const now = snapshot.endpoints.get(key);
+      if (now !== undefined) entry.endpoint = now;
+      if (!eligible.has(key)) {
+        // Left the eligible set: no new requests, idle sockets close now, in-flight finish.
+        for (const pool of entry.pools()) pool.drain(now === undefined ? 'endpoint-removed' : 'endpoint-removed');
+      }
+      this.#forgetIfGone(key);
+    }
+    if (snapshot.status.state !== 'pending' && this.#pending) {
+      this.#pending = false;
+      const waiting = [...this.#waiting];
+      this.#waiting.clear();
+      for (const r of waiting) {
+        r.waitTimer?.cancel();
+        this.route(r);
+      }
+    }
+  }
+
+  /** Drops an entry once its endpoint is gone and its pools have nothing left. */
+  #forgetIfGone(key: string): void {
+    const entry = this.#entries.get(key);
+    if (entry === undefined || this.balancer.endpointSet.has(key)) return;
+    for (const pool of entry.pools()) {
+      if (pool.queued > 0) return;
+      for (const c of pool.connections()) if (!c.closed) return;
+    }
+    if ((this.balancer.loads.peek(key)?.inFlight ?? 0) > 0) return;
+    this.#entries.delete(key);
+  }
+
+  #connector(https: boolean): ReturnType<typeof buildConnector> {
+    const key = https ? 'https' : 'http';
+    let c = this.#connectors[key];
+    if (c === undefined) {
+      const o = this.options;
+      const tls = o.tls;
+      c = buildConnector({
+        timeout: o.connectTimeoutMs,
+        ...(https
+          ? {
+              allowH2: o.allowH2,
+              rejectUnauthorized: tls?.rejectUnauthorized ?? true,
+              ...(tls?.ca === undefined ? {} : { ca: tls.ca as string | Buffer | (string | Buffer)[] }),
+              ...(tls?.cert === undefined ? {} : { cert: tls.cert as string | Buffer | (string | Buffer)[] }),
+              ...(tls?.key === undefined ? {} : { key: tls.key as string | Buffer | (string | Buffer)[] }),
+              ...(tls?.servername === undefined ? {} : { servername: tls.servername }),
+            }
+          : { useH2c: o.h2c }),
+      } as buildConnector.BuildOptions);
+      this.#connectors[key] = c;
+    }
+    return c;
+  }
+
+  #clientOptions(https: boolean) {
+    const o = this.options;
+    return {
+      allowH2: https ? o.allowH2 : o.h2c,
+      maxConcurrentStreams: o.maxConcurrentStreams,
+      ...(o.headersTimeoutMs === undefined ? {} : { headersTimeout: o.headersTimeoutMs }),
+      ...(o.bodyTimeoutMs === undefined ? {} : { bodyTimeout: o.bodyTimeoutMs }),
+      ...(o.idleTimeoutMs === undefined
+        ? {}
+        : { keepAliveTimeout: o.idleTimeoutMs * 2, keepAliveMaxTimeout: Math.max(o.idleTimeoutMs * 2, 600_000) }),
+    };
+  }
+
+  #createPool(endpoint: Endpoint, https: boolean): EndpointPool {
+    return new EndpointPool({
+      origin: `${https ? 'https' : 'http'}://${endpoint.key}`,
+      endpoint,
+      lifetime: this.#lifetime,
+      clock: this.#clock,
+      maxConnections: this.options.connectionsPerEndpoint,
+      connector: this.#connector(https),
+      maxConcurrentStreams: this.options.maxConcurrentStreams,
+      clientOptions: this.#clientOptions(https),
+      events: this.#poolEvents,
+    });
+  }
+
+  #legacyPool(request: RoutedRequest): EndpointPool {
+    const origin = request.opts.origin;
+    const key = typeof origin === 'string' ? origin : String(origin);
+    let pool = this.#legacyPools.get(key);
+    if (pool === undefined) {
+      pool = new EndpointPool({
+        origin: new URL(key).origin,
+        lifetime: this.#lifetime,
+        clock: this.#clock,
+        maxConnections: this.options.connectionsPerEndpoint,
+        connector: this.#connector(request.https),
+        maxConcurrentStreams: this.options.maxConcurrentStreams,
+        clientOptions: this.#clientOptions(request.https),
+        events: this.#poolEvents,
+        resolveEndpoint: () => {
+          const ctx = this.#pick;
+          ctx.exclude = this.#legacyExclude;
+          this.#legacyExclude = undefined;
+          const picked = this.balancer.picker.pick(ctx);
+          if (picked.type === 'none') return this.#noEndpointError(picked.reason);
+          return picked.endpoint;
+        },
+      });
+      this.#legacyPools.set(key, pool);
+    }
+    return pool;
+  }
+
+  async #shutdown(err: Error | null | undefined): Promise<void> {
+    this.#closed = true;
+    const closedError = err ?? new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`);
+    for (const r of this.#waiting) {
+      r.waitTimer?.cancel();
+      r.fail(closedError);
+    }
+    this.#waiting.clear();
+    this.#unsubscribe();
+    this.#outlier?.close();
+    const pools = [...this.#legacyPools.values()];
+    for (const entry of this.#entries.values()) pools.push(...entry.pools());
+    if (err === undefined) await Promise.all(pools.map((p) => p.close()));
+    else await Promise.all(pools.map((p) => p.destroy(closedError)));
+    if (this.#ownsSource) await this.source.close();
+  }
+}
+
+/** A `Dispatcher` facade over a cluster, for undici's `request`, `fetch`, `stream`... */
+class ClusterDispatcher extends Dispatcher {
+  readonly #cluster: Cluster;
+  constructor(cluster: Cluster) {
+    super();
+    this.#cluster = cluster;
+  }
+  override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    return this.#cluster.dispatch(opts, handler);
+  }
+  override close(): Promise<void>;
+  override close(callback: () => void): void;
+  override close(callback?: () => void): Promise<void> | void {
+    const p = this.#cluster.close();
+    if (callback === undefined) return p;
+    p.then(callback, callback);
+  }
+  override destroy(): Promise<void>;
+  override destroy(err: Error | null): Promise<void>;
+  override destroy(callback: () => void): void;
+  override destroy(err: Error | null, callback: () => void): void;
+  override destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | void {
+    const err = typeof a === 'function' ? undefined : (a ?? undefined);
+    const callback = typeof a === 'function' ? a : b;
+    const p = this.#cluster.destroy(err);
+    if (callback === undefined) return p;
+    p.then(callback, callback);
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Header helpers for routed requests. undici accepts headers as an object, a flat
+ * `[name, value, ...]` array or an iterable of pairs; `withHost` returns headers that carry a
+ * `host` header (the caller's own one is kept) without mutating the caller's headers.
+ */
+import type { Dispatcher } from 'undici';
+
+type Headers = Dispatcher.DispatchOptions['headers'];
+
+function isHost(name: unknown): boolean {
+  const s = typeof name === 'string' ? name : String(name);
+  return s.length === 4 && s.toLowerCase() === 'host';
+}
+
+/**
+ * `headers` plus `host: authority` unless a host header is present.
+ *
+ * @example
+ * withHost({ accept: 'text/plain' }, 'svc.ns.svc:443') // → { accept: 'text/plain', host: 'svc.ns.svc:443' }
+ */
+export function withHost(headers: Headers, authority: string): Headers {
+  if (headers === undefined || headers === null) return ['host', authority];
+  if (Array.isArray(headers)) {
+    for (let i = 0; i < headers.length; i += 2) if (isHost(headers[i])) return headers;
+    const out = headers.slice();
+    out.push('host', authority);
+    return out;
+  }
+  if (typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
+    const out: string[] = [];
+    let found = false;
+    for (const [name, value] of headers as Iterable<[string, string | string[] | undefined]>) {
+      if (value === undefined) continue;
+      if (isHost(name)) found = true;
+      if (Array.isArray(value)) for (const v of value) out.push(name, v);
+      else out.push(name, value);
+    }
+    if (!found) out.push('host', authority);
+    return out;
+  }
+  const record = headers as Record<string, unknown>;
+  for (const name in record) if (isHost(name)) return headers;
+  return { ...(headers as Record<string, string | string[]>), host: authority };
+}
+
+/** The value of the `host` header in `headers`, if any. */
+export function findHost(headers: Headers): string | undefined {
+  if (headers === undefined || headers === null) return undefined;
+  if (Array.isArray(headers)) {
+    for (let i = 0; i < headers.length; i += 2) if (isHost(headers[i])) return String(headers[i + 1]);
+    return undefined;
+  }
+  if (typeof (headers as Iterable<unknown>)[Symbol.iterator] === 'function') {
+    for (const [name, value] of headers as Iterable<[string, unknown]>) if (isHost(name)) return String(value);
+    return undefined;
+  }
+  const record = headers as Record<string, unknown>;
+  for (const name in record) if (isHost(name)) return String(record[name]);
+  return undefined;
+}
