@@ -10,8 +10,8 @@ import { basename, dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { isEvenlbError } from '../core/errors.js';
 import type { ProxyConfig } from '../proxy/config-schema.js';
-import { Proxy } from '../proxy/proxy.js';
 import { configFromFlags, loadProxyConfigFile } from '../proxy/proxy-config.js';
+import { ProxyServer } from '../proxy/proxy-server.js';
 
 interface ProxyCliOptions {
   config?: string;
@@ -66,7 +66,7 @@ export function registerProxyCommand(program: Command): void {
         if (isEvenlbError(err)) return usage(err.message);
         throw err;
       }
-      const proxy = await Proxy.start(config);
+      const proxy = await ProxyServer.start(config);
       const file = opts.config;
       if (file !== undefined) {
         let pending: NodeJS.Timeout | undefined;

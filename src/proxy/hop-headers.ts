@@ -31,7 +31,8 @@ function connectionListed(values: readonly string[]): Set<string> | undefined {
     for (const part of v.split(',')) {
       const name = part.trim().toLowerCase();
       if (name === '' || name === 'close' || name === 'keep-alive') continue;
-      (out ??= new Set()).add(name);
+      if (out === undefined) out = new Set();
+      out.add(name);
     }
   }
   return out;

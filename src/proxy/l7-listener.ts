@@ -155,8 +155,10 @@ export class L7Listener {
       socket.pause();
       socket.unshift(head);
       if (isH2) this.#h2.emit('connection', socket);
-      else this.#h1.emit('connection', socket);
-      socket.resume();
+      else {
+        this.#h1.emit('connection', socket);
+        socket.resume();
+      }
     };
     socket.on('data', onData);
   }
@@ -173,14 +175,14 @@ export class L7Listener {
     socket.destroySoon();
   }
 
-  #reject(res: ServerResponse, status: number, reason: string): void {
+  #reject(res: ServerResponse, status: number, reason: string): undefined {
     this.#deps.metrics.rejected(this.config.name, reason);
     this.#deps.metrics.observeDownstream(this.config.name, status);
     replyHttp1(res, status, reason, status === 400 || status === 431);
     if (status === 400 || status === 431) res.once('finish', () => res.socket?.destroySoon());
   }
 
-  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+  #onRequest(req: IncomingMessage, res: ServerResponse): undefined {
     const raw = req.rawHeaders;
     const limits = this.config.limits;
     if (raw.length > limits.maxHeaderCount * 2) return this.#reject(res, 431, 'too-many-headers');
@@ -270,13 +272,13 @@ export class L7Listener {
     headers: http2.IncomingHttpHeaders,
     flags: number,
     raw: string[] | undefined,
-  ): void {
+  ): undefined {
     stream.on('error', () => {});
     const method = String(headers[':method'] ?? 'GET');
     const path = String(headers[':path'] ?? '/');
     const authority = headers[':authority'] ?? headers.host;
     const grpc = String(headers['content-type'] ?? '').startsWith('application/grpc');
-    const reject = (status: number, reason: string): void => {
+    const reject = (status: number, reason: string): undefined => {
       this.#deps.metrics.rejected(this.config.name, reason);
       this.#deps.metrics.observeDownstream(this.config.name, status);
       replyHttp2(stream, status, reason, grpc);

@@ -1,5 +1,5 @@
 /**
- * `Proxy`: the running proxy built from a validated `ProxyConfig` — clusters (discovery +
+ * `ProxyServer`: the running proxy built from a validated `ProxyConfig` — clusters (discovery +
  * balancer + upstream transport), the route table, L7 and L4 listeners, the admin listener and
  * the metrics. `reload(config)` swaps in a new configuration without dropping connections:
  * unchanged clusters and listeners are kept as they are, new ones start, removed ones drain;
@@ -7,7 +7,7 @@
  * that fails (a listener cannot bind, a source cannot open) keeps the running configuration.
  *
  * @example
- * const proxy = await Proxy.start(configFromFlags({ listen: '127.0.0.1:8080', upstream: 'static:///127.0.0.1:9000' }));
+ * const proxy = await ProxyServer.start(configFromFlags({ listen: '127.0.0.1:8080', upstream: 'static:///127.0.0.1:9000' }));
  * // ...
  * await proxy.close();
  */
@@ -62,7 +62,7 @@ function tcpView(c: ProxyCluster): ClusterView {
   };
 }
 
-export class Proxy {
+export class ProxyServer {
   readonly logger: Logger;
   readonly metrics: ProxyMetrics;
   #config: ProxyConfig;
@@ -81,8 +81,8 @@ export class Proxy {
   }
 
   /** Builds and starts a proxy; rejects (with everything stopped) if any part fails to start. */
-  static async start(config: ProxyConfig, options: ProxyOptions = {}): Promise<Proxy> {
-    const proxy = new Proxy(config, options);
+  static async start(config: ProxyConfig, options: ProxyOptions = {}): Promise<ProxyServer> {
+    const proxy = new ProxyServer(config, options);
     try {
       await proxy.#apply(config, true);
       if (config.admin !== undefined) {

@@ -43,8 +43,10 @@ export class RouteTable<C> {
     };
     for (const route of routes) {
       for (const host of route.hosts) {
-        if (host === '*') add((this.#any ??= []), route);
-        else if (host.startsWith('*.')) {
+        if (host === '*') {
+          if (this.#any === undefined) this.#any = [];
+          add(this.#any, route);
+        } else if (host.startsWith('*.')) {
           const suffix = host.slice(1);
           let s = this.#suffix.find((x) => x.suffix === suffix);
           if (s === undefined) {

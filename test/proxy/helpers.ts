@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
-import { Proxy } from '../../src/proxy/proxy.js';
 import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+import { ProxyServer } from '../../src/proxy/proxy-server.js';
 
 export interface Backend {
   readonly name: string;
@@ -77,8 +77,8 @@ export async function startBackend(name: string, address: string, options: Backe
 export const quietLogger = pino({ level: 'silent' });
 
 /** Starts a proxy in-process from a raw config object (validated like a file). */
-export async function startProxy(config: unknown): Promise<Proxy> {
-  return Proxy.start(normalizeProxyConfig(config), { logger: quietLogger });
+export async function startProxy(config: unknown): Promise<ProxyServer> {
+  return ProxyServer.start(normalizeProxyConfig(config), { logger: quietLogger });
 }
 
 /** Waits until `check()` is true, polling; throws after `timeoutMs`. */

@@ -6,11 +6,11 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Proxy } from '../../src/proxy/proxy.js';
+import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { type Backend, shares, startBackend, startProxy } from './helpers.js';
 
 let backends: Backend[] = [];
-let proxy: Proxy;
+let proxy: ProxyServer;
 let port = 0;
 
 beforeAll(async () => {
