@@ -11,7 +11,7 @@ import type { Clock } from '../core/clock.js';
 import type { EndpointInput } from '../core/endpoint.js';
 import { cliScript } from './child-scripts.js';
 import { DemoChild } from './demo-child.js';
-import type { PhaseDataplane } from './run-phase.js';
+import { PartMissingError, type PhaseDataplane } from './run-phase.js';
 
 /** Clients with their own BalancedAgent; `roundTrip: false` is the legacy pinned mode. */
 export function agentDataplane(roundTrip: boolean, podArgs?: readonly string[]): PhaseDataplane {
@@ -95,7 +95,14 @@ export function proxyDataplane(dir: string, clock: Clock): PhaseDataplane {
         '--admin',
         `${PROXY_HOST}:${adminPort}`,
       ]);
-      await waitForListener(PROXY_HOST, port, clock, 10_000, proxy);
+      try {
+        await waitForListener(PROXY_HOST, port, clock, 10_000, proxy);
+      } catch (err) {
+        const missing = /[^\n]*not available in this build[^\n]*/.exec(proxy.stderrTail);
+        if (missing !== null)
+          throw new PartMissingError(`evenlb proxy with a file:/// upstream not available (${missing[0].trim()})`);
+        throw err;
+      }
       url = `http://${PROXY_HOST}:${port}/`;
     },
     publish: write,

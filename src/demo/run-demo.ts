@@ -138,7 +138,7 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
     };
 
     say(
-      `evenlb demo: ${options.pods} pods, ${options.clients} clients × ${options.ratePerClient} req/s, ` +
+      `evenlb demo (run ${runId}): ${options.pods} pods, ${options.clients} clients × ${options.ratePerClient} req/s, ` +
         `${(options.durationMs / 1000).toFixed(0)} s per phase; phases: ${options.phases.join(', ')}`,
     );
     for (const id of options.phases) {
