@@ -78,7 +78,7 @@ export class ProxyMetrics {
   readonly #windowMs: number;
   readonly #samples = new Map<string, Sample[]>();
   readonly #ejections = new Map<string, number>();
-  readonly #lastEjected = new Map<string, ReadonlySet<string>>();
+  readonly #ejectionsCounter: Counter<'cluster' | 'endpoint'>;
   readonly #duration: Histogram<'cluster' | 'endpoint'>;
   readonly #durationChildren = new Map<string, { observe(v: number): void }>();
   readonly #downstream: Counter<'listener' | 'code'>;
@@ -125,15 +125,11 @@ export class ProxyMetrics {
     );
     perEndpoint(n.endpointReady, '1 while the endpoint is ready.', 'gauge', (e) => (e.ready ? 1 : 0));
     const self = this;
-    new Counter({
+    this.#ejectionsCounter = new Counter({
       name: n.endpointEjections,
-      help: 'Outlier ejections per cluster.',
-      labelNames: ['cluster'],
+      help: 'Outlier-detection ejections per endpoint.',
+      labelNames: ['cluster', 'endpoint'],
       registers: [r],
-      collect(this: Counter<'cluster'>) {
-        this.reset();
-        for (const c of self.stats()) this.inc({ cluster: c.name }, c.ejections);
-      },
     });
     const perCluster = (name: string, help: string, read: (i: Imbalance) => number) =>
       new Gauge({
@@ -218,6 +214,12 @@ export class ProxyMetrics {
     child.inc();
   }
 
+  /** Records one outlier ejection. */
+  ejected(cluster: string, endpoint: string): void {
+    this.#ejectionsCounter.inc({ cluster, endpoint });
+    this.#ejections.set(cluster, (this.#ejections.get(cluster) ?? 0) + 1);
+  }
+
   rejected(listener: string, reason: string): void {
     this.#rejected.inc({ listener, reason });
   }
@@ -288,11 +290,6 @@ export class ProxyMetrics {
       }
       list.push({ atMs: now, counts });
       while (list.length > 1 && (list[0] as Sample).atMs < now - this.#windowMs) list.shift();
-      const prev = this.#lastEjected.get(c.name) ?? new Set<string>();
-      let added = 0;
-      for (const k of c.balancer.ejected) if (!prev.has(k)) added++;
-      if (added > 0) this.#ejections.set(c.name, (this.#ejections.get(c.name) ?? 0) + added);
-      this.#lastEjected.set(c.name, new Set(c.balancer.ejected));
     }
     const names = new Set(this.#clusters().map((c) => c.name));
     for (const k of this.#samples.keys()) if (!names.has(k)) this.#samples.delete(k);

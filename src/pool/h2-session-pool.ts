@@ -27,6 +27,8 @@ export interface H2SessionPoolOptions {
   readonly connectRetries: number;
   readonly tls?: { readonly ca?: string | Buffer; readonly servername?: string; readonly rejectUnauthorized: boolean };
   readonly clock?: Clock;
+  /** Called once per finished stream with its endpoint, outcome and duration (outlier detection, metrics). */
+  readonly onStreamEnd?: (endpointKey: string, ok: boolean, durationMs: number) => void;
 }
 
 /** One stream acquired from the pool: send the request on `session`, then call `done(ok)` once. */
@@ -54,8 +56,6 @@ interface PooledSession {
   retired: boolean;
   readonly ready: Promise<boolean>;
 }
-
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ECONNRESET']);
 
 export class H2SessionPool {
   readonly #balancer: Balancer;
@@ -108,8 +108,9 @@ export class H2SessionPool {
       if (ok && !pooled.session.destroyed && !pooled.session.closed) {
         return { type: 'lease', lease: this.#lease(pooled, picked.endpoint, picked.load) };
       }
-      // Count the failure against the endpoint (outlier detection reads the load records).
+      // Count the failure against the endpoint (load records and outlier detection).
       picked.load.end(picked.load.start(), false);
+      this.#options.onStreamEnd?.(picked.endpoint.key, false, 0);
       lastError = new EvenlbError(ErrorCodes.CONNECT_FAILED, `connect to ${picked.endpoint.key} failed`);
       if (retries-- <= 0) {
         return { type: 'none', reason: 'connect-failed', error: lastError as EvenlbError };
@@ -131,6 +132,7 @@ export class H2SessionPool {
         if (ended) return;
         ended = true;
         load.end(startMs, ok);
+        this.#options.onStreamEnd?.(endpoint.key, ok, this.#clock.now() - startMs);
         pooled.inFlight--;
         if (pooled.inFlight === 0) pooled.idleSinceMs = this.#clock.now();
         if (pooled.retired && pooled.inFlight === 0) pooled.session.close();
@@ -199,10 +201,10 @@ export class H2SessionPool {
       pooled.connected = true;
       resolveReady(true);
     });
-    session.on('error', (err: NodeJS.ErrnoException) => {
+    // Errors surface on the streams (and as a failed `ready`); the session just closes.
+    session.on('error', () => {
       timer.cancel();
       resolveReady(false);
-      if (!pooled.connected && err.code !== undefined && !CONNECT_CODES.has(err.code)) return;
     });
     session.on('goaway', () => {
       pooled.retired = true;

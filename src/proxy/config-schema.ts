@@ -71,8 +71,12 @@ export interface ClusterConfig {
   };
   /** Outlier detection options, passed to the outlier detector; `false` switches it off. */
   readonly outlierDetection?: Record<string, unknown> | false;
-  /** Extra attempts on another endpoint after a connect failure. */
-  readonly retries: { readonly connectFailures: number };
+  /**
+   * Retries on another endpoint: `connectFailures` for h2 and tcp upstreams (HTTP/1.1 upstreams
+   * always retry a connect failure once), `idempotent` for bodiless idempotent HTTP/1.1 requests
+   * whose connection failed (e.g. a keep-alive socket closed by an endpoint shutting down).
+   */
+  readonly retries: { readonly connectFailures: number; readonly idempotent: number };
   readonly connectTimeoutMs: number;
   /** Time to the upstream's response head, ms; 0 = none. */
   readonly requestTimeoutMs: number;
@@ -196,7 +200,10 @@ export const proxyConfigSchema = {
           retries: {
             type: 'object',
             additionalProperties: false,
-            properties: { connectFailures: { type: 'integer', minimum: 0, maximum: 10 } },
+            properties: {
+              connectFailures: { type: 'integer', minimum: 0, maximum: 10 },
+              idempotent: { type: 'integer', minimum: 0, maximum: 10 },
+            },
           },
           connectTimeoutMs: posInt,
           requestTimeoutMs: nonNegInt,

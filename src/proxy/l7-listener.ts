@@ -236,9 +236,9 @@ export class L7Listener {
       hostRewrite: cluster.config.hostRewrite,
     });
     const hasBody = te > 0 || (cl > 0 && req.headers['content-length'] !== '0');
-    if (cluster.http1 !== undefined) {
-      cluster.http1.dispatch(
-        { origin: 'http://upstream', method, path, headers, body: hasBody ? req : null },
+    if (cluster.h2 === undefined) {
+      cluster.cluster.dispatch(
+        { origin: cluster.origin, method, path, headers, body: hasBody ? req : null },
         new Http1ResponseExchange(res, done),
       );
       return;
@@ -315,8 +315,8 @@ export class L7Listener {
       hostRewrite: cluster.config.hostRewrite,
     });
     const endStream = (flags & 0x1) !== 0;
-    cluster.http1?.dispatch(
-      { origin: 'http://upstream', method, path, headers: upHeaders, body: endStream ? null : stream },
+    cluster.cluster.dispatch(
+      { origin: cluster.origin, method, path, headers: upHeaders, body: endStream ? null : stream },
       new Http2ResponseExchange(stream, method, done),
     );
   }

@@ -14,7 +14,9 @@ const GRPC_STATUS: Readonly<Record<number, number>> = { 400: 13, 404: 12, 421: 1
 export function statusForError(err: Error): { status: number; reason: string } {
   const details = (err as { details?: { reason?: unknown } }).details;
   const code = (err as { code?: unknown }).code;
-  if (code === 'EVENLB_NO_ENDPOINTS' || code === 'EVENLB_SERVICE_NOT_FOUND') {
+  if (code === 'EVENLB_SERVICE_NOT_FOUND') return { status: 503, reason: 'service-not-found' };
+  if (code === 'EVENLB_DISCOVERY_PENDING') return { status: 503, reason: 'discovery-pending' };
+  if (code === 'EVENLB_NO_ENDPOINTS') {
     return { status: 503, reason: typeof details?.reason === 'string' ? details.reason : 'no-endpoints' };
   }
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'EVENLB_TIMEOUT') {

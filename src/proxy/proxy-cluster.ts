@@ -1,12 +1,15 @@
 /**
- * One configured upstream cluster as the proxy sees it: the endpoint source following its
- * target URI, the shared `Balancer` fed with every snapshot, and the upstream transport — an
- * `EndpointDispatcher` for HTTP/1.1 (undici pools keyed by endpoint) or an `H2SessionPool` for
- * HTTP/2 and gRPC. It also answers "why can nothing be picked" for 503 responses
- * (`no-endpoints`, `none-ready`, `all-ejected`, `service-not-found`, `discovery-pending`).
+ * One configured upstream cluster as the proxy sees it, built on the shared `Cluster`
+ * (discovery from the target URI, the `Balancer`, outlier detection, endpoint-keyed undici
+ * pools under the `LifetimePolicy`, stats). HTTP/1.1 upstreams are reached through
+ * `Cluster.dispatch`; `h2` upstreams (gRPC) through an `H2SessionPool` that picks with the same
+ * cluster's balancer, with its own outlier detector fed by stream outcomes (the cluster's
+ * pools carry no h2 traffic). It also answers "why can nothing be picked" for 503 replies.
  */
 import { readFileSync } from 'node:fs';
-import { Balancer } from '../balancing/balancer.js';
+import { OutlierDetector } from '../balancing/outlier-detector.js';
+import { Cluster } from '../cluster/cluster.js';
+import type { ClusterObserver } from '../cluster/cluster-options.js';
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { createRandom, type Random } from '../core/random.js';
@@ -14,13 +17,11 @@ import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { H2SessionPool } from '../pool/h2-session-pool.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ClusterConfig } from './config-schema.js';
-import { type DispatchObserver, EndpointDispatcher } from './endpoint-dispatcher.js';
-import { openEndpointSource } from './open-endpoint-source.js';
 
 export interface ProxyClusterOptions {
   readonly clock?: Clock;
   readonly random?: Random;
-  readonly observer?: DispatchObserver;
+  readonly observer?: ClusterObserver;
   /** An endpoint source to use instead of opening one for `config.target` (tests, embedding). */
   readonly source?: EndpointSource;
 }
@@ -28,11 +29,12 @@ export interface ProxyClusterOptions {
 export class ProxyCluster {
   readonly name: string;
   readonly config: ClusterConfig;
-  readonly source: EndpointSource;
-  readonly balancer: Balancer;
-  readonly http1: EndpointDispatcher | undefined;
+  readonly cluster: Cluster;
   readonly h2: H2SessionPool | undefined;
-  readonly #unsubscribe: () => void;
+  /** `http://` or `https://` plus the cluster name: the origin handed to `Cluster.dispatch`. */
+  readonly origin: string;
+  readonly #outlier: OutlierDetector | undefined;
+  readonly #unsubscribe: (() => void) | undefined;
   #closed = false;
 
   constructor(config: ClusterConfig, options: ProxyClusterOptions = {}) {
@@ -40,15 +42,6 @@ export class ProxyCluster {
     this.config = config;
     const clock = options.clock ?? systemClock;
     const random = options.random ?? createRandom();
-    this.balancer = new Balancer({
-      policy: config.policy,
-      ...(config.policyOptions === undefined ? {} : { policyOptions: config.policyOptions }),
-      clock,
-      random,
-    });
-    this.source = options.source ?? openEndpointSource(config.target);
-    this.balancer.update(this.source.snapshot().endpoints);
-    this.#unsubscribe = this.source.subscribe((snap) => this.balancer.update(snap.endpoints));
     const ca = config.tls?.ca === undefined ? undefined : readFileSync(config.tls.ca);
     const tls =
       config.tls === undefined
@@ -58,35 +51,70 @@ export class ProxyCluster {
             ...(ca === undefined ? {} : { ca }),
             ...(config.tls.servername === undefined ? {} : { servername: config.tls.servername }),
           };
-    if (config.protocol === 'h2') {
-      this.http1 = undefined;
+    const h2 = config.protocol === 'h2';
+    const lifetime = config.lifetime ?? {};
+    this.origin = `${tls === undefined ? 'http' : 'https'}://${config.name}`;
+    this.cluster = new Cluster({
+      name: config.name,
+      target: options.source ?? config.target,
+      policy: config.policy,
+      ...(config.policyOptions === undefined ? {} : { policyOptions: config.policyOptions }),
+      ...(lifetime.maxRequestsPerConnection === undefined
+        ? {}
+        : { maxRequestsPerConnection: lifetime.maxRequestsPerConnection }),
+      ...(lifetime.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: lifetime.maxConnectionAgeMs }),
+      ...(lifetime.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: lifetime.idleTimeoutMs }),
+      connectTimeoutMs: config.connectTimeoutMs,
+      headersTimeoutMs: config.requestTimeoutMs,
+      bodyTimeoutMs: config.bodyTimeoutMs,
+      retryIdempotent: config.retries.idempotent,
+      outlierDetection: h2 ? false : (config.outlierDetection ?? {}),
+      ...(tls === undefined ? {} : { tls }),
+      clock,
+      random,
+      ...(options.observer === undefined ? {} : { observer: options.observer }),
+    });
+    if (h2) {
+      const balancer = this.cluster.balancer;
+      const outlier =
+        config.outlierDetection === false
+          ? undefined
+          : new OutlierDetector(config.outlierDetection ?? {}, {
+              clock,
+              onChange: (ejected) => balancer.setEjected(ejected),
+              onEject: (key, ms) => options.observer?.ejected?.(config.name, key, ms),
+            });
+      this.#outlier = outlier;
+      if (outlier !== undefined) {
+        outlier.setEndpoints(this.cluster.source.snapshot().endpoints);
+        this.#unsubscribe = this.cluster.source.subscribe((s) => outlier.setEndpoints(s.endpoints));
+      }
       this.h2 = new H2SessionPool({
-        balancer: this.balancer,
-        lifetime: new LifetimePolicy(config.lifetime ?? {}, random, `clusters.${config.name}.lifetime`),
+        balancer,
+        lifetime: new LifetimePolicy(lifetime, random, `clusters.${config.name}.lifetime`),
         connectTimeoutMs: config.connectTimeoutMs,
         connectRetries: config.retries.connectFailures,
         clock,
         ...(tls === undefined ? {} : { tls }),
-      });
-    } else {
-      this.h2 = undefined;
-      this.http1 = new EndpointDispatcher(config.name, {
-        balancer: this.balancer,
-        connectTimeoutMs: config.connectTimeoutMs,
-        headersTimeoutMs: config.requestTimeoutMs,
-        bodyTimeoutMs: config.bodyTimeoutMs,
-        connectRetries: config.retries.connectFailures,
-        maxRequestsPerConnection: config.lifetime?.maxRequestsPerConnection,
-        keepAliveTimeoutMs: config.lifetime?.idleTimeoutMs,
-        ...(tls === undefined ? {} : { tls }),
-        ...(options.observer === undefined ? {} : { observer: options.observer }),
+        onStreamEnd: (key, ok, ms) => {
+          outlier?.record(key, ok);
+          options.observer?.requestEnded?.(config.name, key, ok ? 'success' : 'http-error', ms);
+        },
       });
     }
   }
 
+  get balancer(): Cluster['balancer'] {
+    return this.cluster.balancer;
+  }
+
+  get source(): EndpointSource {
+    return this.cluster.source;
+  }
+
   /** Resolves when discovery has answered once (or the source closed). */
   ready(): Promise<void> {
-    return this.source.ready();
+    return this.cluster.source.ready();
   }
 
   /**
@@ -94,26 +122,36 @@ export class ProxyCluster {
    * the current picker and discovery status.
    */
   unavailableReason(): string | undefined {
-    if (this.balancer.picker.endpoints.length > 0) return undefined;
-    const status = this.source.snapshot().status;
+    if (this.cluster.balancer.picker.endpoints.length > 0) return undefined;
+    const status = this.cluster.source.snapshot().status;
     if (status.state === 'not-found') return 'service-not-found';
     if (status.state === 'pending') return 'discovery-pending';
-    const set = this.balancer.endpointSet;
+    const set = this.cluster.balancer.endpointSet;
     if (set.size === 0) return 'no-endpoints';
     return set.eligible().length === 0 ? 'none-ready' : 'all-ejected';
+  }
+
+  /** Open upstream connections (HTTP/2 sessions for `h2`) per endpoint key. */
+  connections(): Map<string, number> {
+    if (this.h2 !== undefined) return this.h2.sessionCounts();
+    const out = new Map<string, number>();
+    for (const e of this.cluster.stats().endpoints) out.set(e.key, e.openConnections);
+    return out;
   }
 
   /** Stops discovery and lets open upstream requests finish. Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#unsubscribe();
-    await Promise.all([this.source.close(), this.http1?.close(), this.h2?.close()]);
+    this.#unsubscribe?.();
+    this.#outlier?.close();
+    await Promise.all([this.h2?.close(), this.cluster.close()]);
   }
 
   async destroy(err?: Error): Promise<void> {
     this.#closed = true;
-    this.#unsubscribe();
-    await Promise.all([this.source.close(), this.http1?.destroy(err), this.h2?.destroy(err)]);
+    this.#unsubscribe?.();
+    this.#outlier?.close();
+    await Promise.all([this.h2?.destroy(err), this.cluster.destroy(err)]);
   }
 }

@@ -87,7 +87,11 @@ interface RawConfig {
   imbalanceWindowMs?: number;
   drainTimeoutMs?: number;
   listeners: (Partial<Omit<ListenerConfig, 'limits'>> & { address: string; limits?: Partial<ListenerLimits> })[];
-  clusters: (Partial<ClusterConfig> & { name: string; target: string; retries?: { connectFailures?: number } })[];
+  clusters: (Partial<ClusterConfig> & {
+    name: string;
+    target: string;
+    retries?: { connectFailures?: number; idempotent?: number };
+  })[];
   routes?: (Partial<RouteConfig> & { cluster: string })[];
 }
 
@@ -143,7 +147,10 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
         : { tls: Object.freeze({ ...c.tls, rejectUnauthorized: c.tls.rejectUnauthorized ?? true }) }),
       ...(c.lifetime === undefined ? {} : { lifetime: Object.freeze({ ...c.lifetime }) }),
       ...(c.outlierDetection === undefined ? {} : { outlierDetection: c.outlierDetection }),
-      retries: Object.freeze({ connectFailures: c.retries?.connectFailures ?? 2 }),
+      retries: Object.freeze({
+        connectFailures: c.retries?.connectFailures ?? 2,
+        idempotent: c.retries?.idempotent ?? 1,
+      }),
       connectTimeoutMs: c.connectTimeoutMs ?? 5_000,
       requestTimeoutMs: c.requestTimeoutMs ?? 300_000,
       bodyTimeoutMs: c.bodyTimeoutMs ?? 300_000,

@@ -31,23 +31,7 @@ function same(a: unknown, b: unknown): boolean {
 }
 
 function clusterView(c: ProxyCluster): ClusterView {
-  return {
-    name: c.name,
-    balancer: c.balancer,
-    connections() {
-      if (c.h2 !== undefined) return c.h2.sessionCounts();
-      const out = new Map<string, number>();
-      if (c.http1 !== undefined) {
-        const stats = c.http1.agent.stats as Record<string, { connected?: number }>;
-        for (const origin in stats) {
-          const key = origin.replace(/^https?:\/\//, '');
-          out.set(key, stats[origin]?.connected ?? 0);
-        }
-        return out;
-      }
-      return out;
-    },
-  };
+  return { name: c.name, balancer: c.balancer, connections: () => c.connections() };
 }
 
 function tcpView(c: ProxyCluster): ClusterView {
@@ -158,7 +142,10 @@ export class ProxyServer {
         if (keepCluster(c)) newClusters.set(c.name, this.#clusters.get(c.name) as ProxyCluster);
         else {
           const cluster = new ProxyCluster(c, {
-            observer: { onAttemptEnd: (key, _ok, ms) => this.metrics.observeUpstream(c.name, key, ms) },
+            observer: {
+              requestEnded: (cluster, key, _outcome, ms) => this.metrics.observeUpstream(cluster, key, ms),
+              ejected: (cluster, key) => this.metrics.ejected(cluster, key),
+            },
           });
           started.push(cluster);
           newClusters.set(c.name, cluster);
