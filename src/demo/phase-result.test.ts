@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { parseDurationMs } from '../cli/demo.js';
+import { parseDemoOptions } from './demo-options.js';
+import { renderHtmlReport } from './html-report.js';
+import { windowImbalance, windowShares } from './phase-result.js';
+import { PHASES } from './phases.js';
+import { renderSummary } from './text-report.js';
+
+describe('phase windows', () => {
+  const from = new Map([
+    ['a', 100],
+    ['b', 50],
+  ]);
+  const to = new Map([
+    ['a', 400],
+    ['b', 150],
+    ['c', 100],
+  ]);
+
+  it.each([
+    { pods: ['a', 'b'], shares: [0.75, 0.25] },
+    { pods: ['a', 'b', 'c'], shares: [0.6, 0.2, 0.2] },
+    { pods: ['x'], shares: [0] },
+  ])('shares of $pods', ({ pods, shares }) => {
+    const got = windowShares(from, to, pods);
+    pods.forEach((p, i) => {
+      expect(got.get(p)).toBeCloseTo(shares[i] ?? Number.NaN, 9);
+    });
+  });
+
+  it('imbalance counts only what each pod served inside the window', () => {
+    const i = windowImbalance(from, to, ['a', 'b']);
+    expect(i.total).toBe(400);
+    expect(i.maxOverMean).toBeCloseTo(1.5, 9);
+  });
+});
+
+describe('demo options', () => {
+  it('defaults finish four phases of 12 s', () => {
+    const o = parseDemoOptions({});
+    expect(o).toMatchObject({
+      pods: 4,
+      clients: 8,
+      durationMs: 12_000,
+      phases: ['pinned', 'client', 'proxy', 'recycler'],
+    });
+  });
+
+  it.each([
+    [{ pods: 1 }, /"pods" must be an integer between 2 and 50/],
+    [{ phases: ['pinned', 'nope'] }, /"phases" must be a non-empty list/],
+    [{ dataplane: 'ipvs' }, /"dataplane" must be one of "loopback", "netfilter"/],
+    [{ colour: true }, /unknown option "colour"/],
+  ])('rejects %o', (input, message) => {
+    expect(() => parseDemoOptions(input)).toThrow(message);
+  });
+
+  it.each([
+    ['12', 12_000],
+    ['12s', 12_000],
+    ['800ms', 800],
+    ['1.5m', 90_000],
+  ])('duration %s = %d ms', (text, ms) => {
+    expect(parseDurationMs(text)).toBe(ms);
+  });
+
+  it('rejects a malformed duration', () => {
+    expect(() => parseDurationMs('soon')).toThrow(/duration/);
+  });
+});
+
+describe('reports', () => {
+  const skipped = { ...PHASES.proxy, status: 'skipped' as const, reason: 'evenlb proxy not available' };
+
+  it('the summary names a skipped phase and why, with no figures', () => {
+    const text = renderSummary([skipped]);
+    expect(text).toMatch(/proxy: skipped: evenlb proxy not available/);
+    expect(text).not.toMatch(/[0-9]\.[0-9]{2}/);
+  });
+
+  it('the HTML page inlines chart.js and keeps data from closing its script element', () => {
+    const html = renderHtmlReport({
+      generatedAt: '2026-01-01T00:00:00Z',
+      options: { note: '</script><b>' },
+      totalMs: 1,
+      phases: [skipped],
+    });
+    expect(html).not.toMatch(/<script[^>]+src=/);
+    expect(html).toContain('Chart');
+    expect(html.match(/<\/script>/g)?.length).toBe(3);
+    expect(html).toContain('skipped: evenlb proxy not available');
+  });
+});
