@@ -7,6 +7,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { isEvenlbError } from '../core/errors.js';
 import { parseDemoOptions } from '../demo/demo-options.js';
+import { loadNetfilter } from '../demo/optional-parts.js';
 import { PHASE_IDS } from '../demo/phases.js';
 import { runDemo } from '../demo/run-demo.js';
 
@@ -110,9 +111,4 @@ export function registerDemoCommand(program: Command): void {
       });
       process.exitCode = outcome.exitCode;
     });
-}
-
-/** evenlb's netfilter support, when this build has it. */
-async function loadNetfilter() {
-  return undefined;
 }

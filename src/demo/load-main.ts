@@ -83,6 +83,7 @@ async function start(config: LoadStart): Promise<void> {
       dispatchers.push(
         factory({
           routes: { [`${DEMO_SERVICE_HOST}:${DEMO_SERVICE_PORT}`]: source },
+          random: random.fork(),
           ...(config.mode.roundTrip ? {} : { featureGates: 'RoundTripLoadBalancing=false' }),
         }),
       );
