@@ -2,9 +2,9 @@
  * Earliest-deadline-first scheduling of weighted endpoints, as Envoy's weighted round robin:
  * endpoint i is due every `1 / weight_i` units of virtual time; each pick takes the endpoint
  * due first (ties: lower index) and moves its deadline one period on. Over any stretch of
- * virtual time each endpoint is picked its weight's share, ±1 pick, interleaved smoothly
- * (5:1:1 gives a a b a a c a, not a a a a a b c). A binary min-heap in typed arrays keeps a
- * pick O(log n) and allocation-free.
+ * virtual time each endpoint is picked its weight's share ±1, its turns evenly spaced, and
+ * with well-spread initial phases the endpoints interleave (5:1:1 gives a a b a a c a, not
+ * a a a a a b c). A binary min-heap in typed arrays keeps a pick O(log n) and allocation-free.
  */
 
 export class EdfSchedule {

@@ -6,13 +6,16 @@
  * State survives picker rebuilds: an endpoint that stays keeps its place in the schedule (its
  * time to next turn; rescaled if its weight changed), a new endpoint starts at a random phase
  * of its period, so endpoint churn neither resets nor biases the rotation. The first schedule
- * starts every endpoint at a random phase, so many clients do not pick in step.
+ * spreads endpoints' phases evenly from a random shift, so many clients do not pick in step.
  */
 import { parseOptions } from '../../../core/options.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy, PickerBuilder, PolicyEnv } from '../../policy.js';
 import { endpointWeights } from '../../sampling/weights.js';
 import { EdfSchedule } from './edf-schedule.js';
+
+/** 1/φ: successive multiples mod 1 are as evenly spread as any sequence can be. */
+const GOLDEN_FRACTION = 0.6180339887498949;
 
 export type WeightedRoundRobinOptions = Readonly<Record<string, never>>;
 
@@ -32,10 +35,15 @@ class WeightedRoundRobinBuilder implements PickerBuilder {
     const deadlines = new Float64Array(n);
     const previous = this.#last;
     const before = new Map<string, number>(previous?.keys.map((k, i) => [k, i]));
+    // First schedule: phases spread by the golden ratio from a random shift, so endpoints of
+    // equal weight take turns evenly spaced and clients do not march in step.
+    const shift = previous === undefined ? this.#env.random.next() : 0;
     for (let i = 0; i < n; i++) {
       const j = before.get(keys[i]!);
       const w = weights[i]!;
-      if (previous !== undefined && j !== undefined) {
+      if (previous === undefined) {
+        deadlines[i] = ((shift + i * GOLDEN_FRACTION) % 1) / w;
+      } else if (j !== undefined) {
         // Keep the phase: the same fraction of the period remains, whatever the weight now is.
         deadlines[i] = (previous.remaining(j) * previous.weights[j]!) / w;
       } else {
