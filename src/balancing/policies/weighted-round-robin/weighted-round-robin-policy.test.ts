@@ -58,7 +58,9 @@ describe('weighted-round-robin', () => {
       b.setEjected(new Set()); // a new picker over the same endpoints, every pick
     }
     const counts = tally(picks);
-    set.endpoints.forEach((e, i) => expect(Math.abs(counts.get(e.key)! - 100 * (i + 1))).toBeLessThanOrEqual(1));
+    set.endpoints.forEach((e, i) => {
+      expect(Math.abs(counts.get(e.key)! - 100 * (i + 1))).toBeLessThanOrEqual(1);
+    });
   });
 
   it('lets a new endpoint in at once and at its weight', () => {
