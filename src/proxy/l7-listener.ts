@@ -86,6 +86,11 @@ export class L7Listener {
       this.#h1.maxRequestsPerSocket = config.recycle.maxRequestsPerConnection;
     }
     this.#h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.#onClientError(err, socket));
+    // Never a tunnel or a protocol switch: CONNECT gets 405, Upgrade requests 501.
+    this.#h1.on('connect', (_req: IncomingMessage, socket: Socket) =>
+      this.#refuseRaw(socket, 405, 'Method Not Allowed'),
+    );
+    this.#h1.on('upgrade', (_req: IncomingMessage, socket: Socket) => this.#refuseRaw(socket, 501, 'Not Implemented'));
     this.#h2 = http2.createServer({
       maxHeaderListPairs: limits.maxHeaderCount + 8,
       settings: { maxConcurrentStreams: 1000, maxHeaderListSize: limits.maxHeaderBytes },
@@ -172,6 +177,16 @@ export class L7Listener {
         `HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-type: text/plain\r\nx-evenlb-reason: ${reason}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
       );
     }
+    socket.destroySoon();
+  }
+
+  #refuseRaw(socket: Socket, status: number, text: string): void {
+    const reason = status === 405 ? 'method-not-allowed' : 'upgrade-not-supported';
+    this.#deps.metrics.rejected(this.config.name, reason);
+    const body = `evenlb: ${status} ${reason}\n`;
+    socket.end(
+      `HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-type: text/plain\r\nx-evenlb-reason: ${reason}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+    );
     socket.destroySoon();
   }
 
