@@ -69,6 +69,10 @@ const WARMUP_MS = 500;
 const SETTLE_MS = 300;
 const IDLE_MS = 300;
 const POD_GRACE_MS = 500;
+/** Timeline, as fractions of the phase: a long steady window first, so that max/mean is measured on enough requests. */
+const SCALE_OUT_AT = 0.4;
+const RESTART_AT = 0.65;
+const RESTART_SPAN = 0.3;
 
 class Aborted extends Error {}
 
@@ -218,7 +222,7 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
     await sleep(clock, Math.min(WARMUP_MS, 0.1 * D), signal);
     const steadyFrom = snapshot();
     const steadyFromMs = phaseElapsed();
-    await at(0.3);
+    await at(SCALE_OUT_AT);
     const steadyTo = snapshot();
     const steadyToMs = phaseElapsed();
 
@@ -230,13 +234,13 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
     await sleep(clock, SETTLE_MS, signal);
     const afterFrom = snapshot();
     const afterFromMs = phaseElapsed();
-    await at(0.6);
+    await at(RESTART_AT);
     const afterTo = snapshot();
     const afterToMs = phaseElapsed();
 
     markPhase('rolling restart begins');
     const toReplace = [...initial, newPod];
-    const slotMs = (0.33 * D) / toReplace.length;
+    const slotMs = (RESTART_SPAN * D) / toReplace.length;
     const stopping: Promise<void>[] = [];
     for (const old of toReplace) {
       const slotStart = clock.now();
