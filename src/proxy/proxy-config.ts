@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
-import { ensureBuiltinPolicies, registeredPolicies } from '../balancing/index.js';
+import { ensureBuiltinPolicies, getPolicy, registeredPolicies } from '../balancing/index.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
 import { parseTarget } from '../core/target.js';
 import type { ClusterConfig, ListenerConfig, ListenerLimits, ProxyConfig, RouteConfig } from './config-schema.js';
@@ -172,7 +172,7 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
     const protocol = l.protocol ?? 'http';
     const at = `listeners[${i}]`;
     if (addresses.has(l.address)) throw configError(`${at}.address`, 'must be unique', l.address);
-    addresses.add(l.address);
+    if (!l.address.endsWith(':0')) addresses.add(l.address);
     if (splitAddress(l.address).port > 65535)
       throw configError(`${at}.address`, 'must have a port <= 65535', l.address);
     if (protocol === 'https') {
@@ -183,6 +183,17 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
     if (protocol === 'tcp') {
       if (l.cluster === undefined) throw configError(`${at}.cluster`, 'is required for protocol "tcp"');
       knownCluster(`${at}.cluster`, l.cluster);
+      const target = clusters.find((c) => c.name === l.cluster) as ClusterConfig;
+      const kind = getPolicy(target.policy).kind;
+      if ((l.balance ?? 'least-connections') === 'maglev' && kind !== 'hash') {
+        throw configError(
+          `${at}.balance`,
+          `"maglev" needs cluster ${target.name} to use a hash policy such as "maglev" (its policy is "${target.policy}")`,
+        );
+      }
+      if (l.balance === 'least-connections' && kind !== 'load') {
+        throw configError(`${at}.balance`, `"least-connections" needs cluster ${target.name} to use a load policy`);
+      }
     } else {
       for (const k of ['cluster', 'balance', 'maxConnectionAgeMs'] as const) {
         if (l[k] !== undefined) throw configError(`${at}.${k}`, 'is only valid for protocol "tcp"', l[k]);
