@@ -10,7 +10,7 @@
  * Tests change the world through hooks: `applyEndpointSlice` / `deleteEndpointSlice`,
  * `applyService` / `deleteService` (each bumps the global resourceVersion and notifies
  * watches), and break it with `expireWatches`, `compactHistory`, `dropWatches` (socket
- * destroy), `stallWatches` (send nothing), `endWatches`, `failRequests`, `setToken`, and
+ * destroy), `stallWatches` (send nothing), `endWatches`, `failRequests` / `clearFailures`, `setToken`, and
  * `down()` / `up()` (stop listening and come back on the same port; objects and history are
  * kept, and may be changed while down). Every request is recorded in `requests` with its RBAC
  * verb. `endpointSlice()` and `service()` build objects of the real shape.
@@ -543,6 +543,11 @@ export class FakeKubeApiServer {
   /** Makes the next `count` matching requests fail with `statusCode`. */
   failRequests(failure: InjectedFailure): void {
     this.#failures.push({ spec: failure, left: failure.count });
+  }
+
+  /** Cancels every pending injected failure. */
+  clearFailures(): void {
+    this.#failures.length = 0;
   }
 
   /** Changes the required bearer token (undefined: no authentication). Open watches are kept. */

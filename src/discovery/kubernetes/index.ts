@@ -1,37 +1,41 @@
-/** Kubernetes discovery: `k8s:///` targets from EndpointSlices, with shared list+watch. */
-export { Backoff } from './backoff.js';
-export { type ResolveInput, type ResolveResult, resolveServiceEndpoints } from './endpoint-slice-resolver.js';
+/**
+ * Kubernetes discovery: `k8s:///` targets from EndpointSlices, with shared list+watch.
+ * Importing this module registers the `k8s` scheme with `createEndpointSource`.
+ */
+import { registerEndpointSourceFactory } from '../create-endpoint-source.js';
+import { kubernetesEndpointSourceFactory } from './kubernetes-endpoint-source.js';
+
 export {
-  connectionKey,
-  describeConnection,
+  type ResolveInput as KubernetesResolveInput,
+  type ResolveResult as KubernetesResolveResult,
+  resolveServiceEndpoints,
+} from './endpoint-slice-resolver.js';
+export {
   type KubeConnectionConfig,
   type KubernetesConnectionOptions,
   resolveKubeConnectionConfig,
   SERVICE_ACCOUNT_DIR,
 } from './kube-connection.js';
 export type {
-  AddressType,
-  EndpointSlice,
-  EndpointSliceConditions,
-  EndpointSliceEndpoint,
-  EndpointSlicePort,
-  ObjectList,
-  ObjectMeta,
-  ObjectReference,
-  Service,
-  ServicePort,
-  Status,
-  WatchEvent,
-  WatchEventType,
+  EndpointSlice as KubeEndpointSlice,
+  Service as KubeService,
+  Status as KubeStatus,
+  WatchEvent as KubeWatchEvent,
 } from './kube-objects.js';
 export {
   createKubernetesEndpointSource,
   KubernetesEndpointSource,
   type KubernetesSourceOptions,
   type KubernetesTarget,
+  kubernetesEndpointSourceFactory,
   kubernetesSourceOptionsSpec,
   parseKubernetesSourceOptions,
 } from './kubernetes-endpoint-source.js';
 export { defaultKubernetesWatchCache, KubernetesWatchCache, type ServiceWatchLease } from './kubernetes-watch-cache.js';
-export type { ReflectorStats, WatchTiming } from './resource-reflector.js';
-export { KUBERNETES_API_ACCESS, ServiceWatch, type ServiceWatchState } from './service-watch.js';
+export type {
+  ReflectorStats as KubernetesWatchStats,
+  WatchTiming as KubernetesWatchTiming,
+} from './resource-reflector.js';
+export { KUBERNETES_API_ACCESS } from './service-watch.js';
+
+registerEndpointSourceFactory('k8s', kubernetesEndpointSourceFactory);

@@ -13,6 +13,7 @@ import { describeValue, ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { opt, type Parsed, parseOptions } from '../../core/options.js';
 import { createRandom, type Random } from '../../core/random.js';
 import { parseTarget, type Target } from '../../core/target.js';
+import type { EndpointSourceOptions } from '../create-endpoint-source.js';
 import { BaseEndpointSource } from '../endpoint-source.js';
 import { resolveServiceEndpoints } from './endpoint-slice-resolver.js';
 import {
@@ -287,4 +288,20 @@ export function createKubernetesEndpointSource(
     );
   }
   return new KubernetesEndpointSource(parsedTarget, parseKubernetesSourceOptions(options));
+}
+
+/**
+ * The `k8s` factory for `createEndpointSource`: reads `options.kubernetes` (the same fields as
+ * `KubernetesSourceOptions`) and the shared `options.clock`.
+ */
+export function kubernetesEndpointSourceFactory(
+  target: Target,
+  options: EndpointSourceOptions,
+): KubernetesEndpointSource {
+  const own = options.kubernetes;
+  const merged =
+    own === undefined || isRecord(own)
+      ? { ...(own ?? {}), ...(options.clock !== undefined && own?.clock === undefined ? { clock: options.clock } : {}) }
+      : own;
+  return createKubernetesEndpointSource(target as KubernetesTarget, merged as KubernetesSourceOptions);
 }
