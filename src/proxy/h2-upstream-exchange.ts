@@ -50,6 +50,8 @@ export interface H2ForwardInfo {
 export async function forwardStreamToH2(
   down: ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
+  /** True when the client's HEADERS frame ended the stream (no request body). */
+  endStream: boolean,
   pool: H2SessionPool,
   info: H2ForwardInfo,
   done: (status: number, reason: string | undefined) => void,
@@ -82,8 +84,6 @@ export async function forwardStreamToH2(
   out['x-forwarded-host'] = authority;
   out.via = headers.via === undefined ? '2 evenlb' : `${String(headers.via)}, 2 evenlb`;
 
-  const endStream =
-    down.readableEnded || (down as unknown as { _readableState: { ended: boolean } })._readableState.ended;
   let up: http2.ClientHttp2Stream;
   try {
     up = lease.session.request(out, { endStream });

@@ -315,6 +315,7 @@ export class L7Listener {
       void forwardStreamToH2(
         stream,
         headers,
+        (flags & 0x1) !== 0,
         cluster.h2,
         { clientAddress, proto: this.#proto, hostRewrite: cluster.config.hostRewrite },
         done,
