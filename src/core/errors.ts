@@ -30,6 +30,8 @@ export const ErrorCodes = {
   TIMEOUT: 'EVENLB_TIMEOUT',
   /** The component was closed or destroyed. */
   CLOSED: 'EVENLB_CLOSED',
+  /** An admission webhook answered with a non-2xx status or a body that is not an AdmissionReview. */
+  WEBHOOK_FAILED: 'EVENLB_WEBHOOK_FAILED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
