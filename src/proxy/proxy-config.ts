@@ -212,6 +212,17 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
     });
   });
 
+  // Least-connections over TCP compares every endpoint (a full scan, not two random choices):
+  // connections are few and long-lived, so each pick matters.
+  for (const l of listeners) {
+    if (l.protocol !== 'tcp' || l.balance !== 'least-connections') continue;
+    const i = clusters.findIndex((c) => c.name === l.cluster);
+    const c = clusters[i] as ClusterConfig;
+    if (c.policy === 'least-request' && c.policyOptions === undefined) {
+      clusters[i] = Object.freeze({ ...c, policyOptions: Object.freeze({ choiceCount: 64 }) });
+    }
+  }
+
   const hasL7 = listeners.some((l) => l.protocol !== 'tcp');
   const rawRoutes = raw.routes ?? [];
   if (hasL7 && rawRoutes.length === 0) {
