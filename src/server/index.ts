@@ -1,2 +1,16 @@
-/** `evenlb/server`: the server-side connection recycler and graceful drain. */
-export {};
+/**
+ * `evenlb/server`: the server-side connection recycler and graceful drain for `node:http`,
+ * `node:https` and `node:http2` servers (and the frameworks built on them).
+ *
+ * @example
+ * import { drainOnSignal, recycleConnections } from 'evenlb/server';
+ * recycleConnections(server, { maxRequestsPerConnection: 1000, maxConnectionAgeMs: 300_000 });
+ * drainOnSignal(server, { graceMs: 20_000 });
+ */
+export { serverMetricNames } from '../metrics/server-metrics.js';
+export type { CloseReason } from '../pool/lifetime-policy.js';
+export type { ConnectionStats, DrainResult } from './connection-registry.js';
+export { type DrainOnSignalOptions, type DrainOptions, drain, drainOnSignal, type SignalDrain } from './drain.js';
+export { type ConnectionRecycler, recycleConnections } from './recycle-connections.js';
+export { type RecyclerOptions, recyclerOptionsSpec } from './recycler-options.js';
+export type { RecyclableServer } from './server-kind.js';

@@ -1,0 +1,347 @@
+/**
+ * The per-server bookkeeping shared by `recycleConnections` and `drain`: one registry per
+ * server (reference counted), tracking every HTTP/1 socket and HTTP/2 session from the moment
+ * it is first attached. It sees requests before any application listener does by wrapping the
+ * server's `emit` (and each session's): only there can a request pipelined behind a closing
+ * response, or a stream opened after GOAWAY, be kept from the application entirely — a
+ * prepended listener can look, but cannot stop the event. Detaching restores `emit`.
+ *
+ * Connections opened before the registry attached are adopted at their next request (their age
+ * counts from then); `drain` still closes the rest at the end of its grace.
+ */
+import type http from 'node:http';
+import type http2 from 'node:http2';
+import type net from 'node:net';
+import type tls from 'node:tls';
+import type { Clock } from '../core/clock.js';
+import { ServerMetrics } from '../metrics/server-metrics.js';
+import type { CloseReason } from '../pool/lifetime-policy.js';
+import { Http1Connection } from './http1-connection.js';
+import { Http2Connection } from './http2-connection.js';
+import { type RecyclerSettings, trackingOnlySettings } from './recycler-options.js';
+import { type RecyclableServer, type ServerKind, serverKind, stopListening } from './server-kind.js';
+import type { ConnectionHost, TrackedConnection } from './tracked-connection.js';
+
+/** Counters since the registry attached. */
+export interface ConnectionStats {
+  /** Connections open now. */
+  readonly open: number;
+  /** Connections accepted (HTTP/1 sockets and HTTP/2 sessions). */
+  readonly opened: number;
+  /** Connections closed, by reason. */
+  readonly closed: Readonly<Record<CloseReason, number>>;
+  /** Requests (HTTP/2: streams) handed to the application. */
+  readonly requests: number;
+  /** HTTP/1 requests pipelined behind a closing response, never handed to the application. */
+  readonly droppedRequests: number;
+  /** HTTP/2 streams opened after GOAWAY's last stream id, refused with REFUSED_STREAM. */
+  readonly refusedStreams: number;
+}
+
+/** What a drain did. */
+export interface DrainResult {
+  /** Connections open when the drain started. */
+  readonly connectionsAtStart: number;
+  /** Requests in flight when the drain started. */
+  readonly inFlightAtStart: number;
+  /** Connections still open at the end of the grace, destroyed (their requests were cut). */
+  readonly destroyed: number;
+  /** True when the grace ended (or a forced stop came) before every connection had closed. */
+  readonly timedOut: boolean;
+  /** Clock milliseconds from the start of the drain to its end. */
+  readonly elapsedMs: number;
+}
+
+export interface RegistryDrainOptions {
+  readonly graceMs: number;
+  readonly clock: Clock;
+}
+
+type EmitFn = (event: string | symbol, ...args: unknown[]) => boolean;
+type Emitter = { emit: EmitFn };
+
+const REASONS: readonly CloseReason[] = ['requests', 'age', 'idle', 'shutdown', 'endpoint-removed', 'error', 'peer'];
+/** After the grace, how long to wait for destroyed connections to report closed. */
+const SETTLE_MS = 1000;
+
+const registries = new WeakMap<object, ConnectionRegistry>();
+
+export class ConnectionRegistry implements ConnectionHost {
+  readonly server: RecyclableServer;
+  readonly kind: ServerKind;
+  settings: RecyclerSettings;
+  #refs = 0;
+  #attached = false;
+  #owner: object | undefined;
+  #metrics: ServerMetrics | undefined;
+  readonly #connections = new Map<TrackedConnection, ServerMetrics | undefined>();
+  readonly #bySocket = new WeakMap<net.Socket, Http1Connection>();
+  readonly #bySession = new WeakMap<http2.ServerHttp2Session, Http2Connection>();
+  /** Every accepted TCP socket, for the last-resort destroy at the end of a drain. */
+  readonly #sockets = new Set<net.Socket>();
+  readonly #detach: (() => void)[] = [];
+  #draining = false;
+  #drain: Promise<DrainResult> | undefined;
+  #forceDrain: (() => void) | undefined;
+  #opened = 0;
+  #requests = 0;
+  #dropped = 0;
+  #refused = 0;
+  readonly #closed = Object.fromEntries(REASONS.map((r) => [r, 0])) as Record<CloseReason, number>;
+
+  private constructor(server: RecyclableServer, kind: ServerKind) {
+    this.server = server;
+    this.kind = kind;
+    this.settings = trackingOnlySettings();
+  }
+
+  /** The server's registry, attached on first use; pair every call with `release()`. */
+  static acquire(server: unknown, component: string): ConnectionRegistry {
+    const kind = serverKind(server, component);
+    const s = server as RecyclableServer;
+    let registry = registries.get(s);
+    if (registry === undefined) {
+      registry = new ConnectionRegistry(s, kind);
+      registries.set(s, registry);
+    }
+    if (registry.#refs++ === 0) registry.#attach();
+    return registry;
+  }
+
+  /** Drops one reference; the last one detaches from the server. */
+  release(): void {
+    if (this.#refs === 0) return;
+    if (--this.#refs > 0) return;
+    this.#attached = false;
+    for (const undo of this.#detach.splice(0)) undo();
+    registries.delete(this.server);
+  }
+
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Installs recycler settings; `owner` identifies the recycler (one per server). */
+  configure(owner: object, settings: RecyclerSettings): boolean {
+    if (this.#owner !== undefined && this.#owner !== owner) return false;
+    this.#owner = owner;
+    this.settings = settings;
+    const registry = settings.options.metrics?.registry;
+    this.#metrics = registry === undefined ? undefined : new ServerMetrics(registry);
+    for (const c of this.#connections.keys()) c.reconfigure();
+    return true;
+  }
+
+  /** Removes the recycler's settings: connections are tracked, no longer limited. */
+  unconfigure(owner: object): void {
+    if (this.#owner !== owner) return;
+    this.#owner = undefined;
+    this.#metrics = undefined;
+    this.settings = trackingOnlySettings(this.settings.clock);
+    for (const c of this.#connections.keys()) c.reconfigure();
+  }
+
+  stats(): ConnectionStats {
+    return Object.freeze({
+      open: this.#connections.size,
+      opened: this.#opened,
+      closed: Object.freeze({ ...this.#closed }),
+      requests: this.#requests,
+      droppedRequests: this.#dropped,
+      refusedStreams: this.#refused,
+    });
+  }
+
+  onClosed(connection: TrackedConnection, reason: CloseReason): void {
+    if (!this.#connections.has(connection)) return;
+    const metrics = this.#connections.get(connection);
+    this.#connections.delete(connection);
+    this.#closed[reason]++;
+    const ageMs = this.settings.clock.now() - connection.openedAtMs;
+    metrics?.closed(connection.protocol, reason, connection.requests, ageMs);
+  }
+
+  /**
+   * Stops accepting connections, retires every open one (`Connection: close` on its next
+   * response, GOAWAY on HTTP/2) and resolves once all have closed, or destroys the leftovers
+   * when `graceMs` has passed. Idempotent: later calls get the first drain's promise.
+   */
+  drain(options: RegistryDrainOptions): Promise<DrainResult> {
+    this.#drain ??= this.#runDrain(options);
+    return this.#drain;
+  }
+
+  /** Ends a running drain now, destroying what is left (a second signal does this). */
+  forceDrain(): void {
+    this.#forceDrain?.();
+  }
+
+  async #runDrain({ graceMs, clock }: RegistryDrainOptions): Promise<DrainResult> {
+    const startMs = clock.now();
+    this.#draining = true;
+    const connectionsAtStart = this.#connections.size;
+    let inFlightAtStart = 0;
+    for (const c of this.#connections.keys()) inFlightAtStart += c.inFlight;
+
+    const closed = new Promise<void>((resolve) => this.server.once('close', () => resolve()));
+    stopListening(this.server);
+    for (const c of [...this.#connections.keys()]) c.retire('shutdown');
+
+    let graceTimer: { cancel(): void } | undefined;
+    const graceOver = new Promise<void>((resolve) => {
+      graceTimer = clock.setTimeout(resolve, graceMs);
+      this.#forceDrain = resolve;
+    });
+    const timedOut = await Promise.race([closed.then(() => false), graceOver.then(() => true)]);
+    graceTimer?.cancel();
+    this.#forceDrain = undefined;
+
+    let destroyed = 0;
+    if (timedOut) {
+      for (const c of [...this.#connections.keys()]) {
+        if (c.closed) continue;
+        destroyed++;
+        c.destroy('shutdown');
+      }
+      for (const socket of this.#sockets) socket.destroy();
+      (this.server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      let settleTimer: { cancel(): void } | undefined;
+      await Promise.race([
+        closed,
+        new Promise<void>((resolve) => (settleTimer = clock.setTimeout(resolve, SETTLE_MS))),
+      ]);
+      settleTimer?.cancel();
+    }
+    return Object.freeze({
+      connectionsAtStart,
+      inFlightAtStart,
+      destroyed,
+      timedOut,
+      elapsedMs: clock.now() - startMs,
+    });
+  }
+
+  #attach(): void {
+    this.#attached = true;
+    const server = this.server;
+    const kind = this.kind;
+    const on = <A extends unknown[]>(event: string, listener: (...args: A) => void): void => {
+      server.prependListener(event, listener);
+      this.#detach.push(() => server.removeListener(event, listener));
+    };
+
+    on('connection', (socket: net.Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+      if (kind === 'http1') this.#adoptSocket(socket);
+    });
+    if (kind === 'https1' || kind === 'h2-secure') {
+      on('secureConnection', (socket: tls.TLSSocket) => {
+        if (kind === 'https1' || socket.alpnProtocol !== 'h2') this.#adoptSocket(socket);
+      });
+    }
+    if (kind === 'h2c' || kind === 'h2-secure') {
+      on('session', (session: http2.ServerHttp2Session) => this.#adoptSession(session));
+    }
+    this.#wrapEmit(server as unknown as Emitter, (event, args) => this.#onServerEvent(event, args));
+  }
+
+  /** Replaces `target.emit` with a filter; `filter` returns false to swallow the event. */
+  #wrapEmit(target: Emitter, filter: (event: string | symbol, args: unknown[]) => boolean): void {
+    const hadOwn = Object.hasOwn(target, 'emit');
+    const original = target.emit;
+    const registry = this;
+    const wrapped: EmitFn = function (this: unknown, event, ...args) {
+      if (registry.#attached && !filter(event, args)) return false;
+      return original.call(this, event, ...args);
+    };
+    target.emit = wrapped;
+    if (target === (this.server as unknown as Emitter)) {
+      this.#detach.push(() => {
+        if (target.emit !== wrapped) return;
+        if (hadOwn) target.emit = original;
+        else delete (target as Partial<Emitter>).emit;
+      });
+    }
+  }
+
+  /** Server-level events; false swallows the event. */
+  #onServerEvent(event: string | symbol, args: unknown[]): boolean {
+    switch (event) {
+      case 'request':
+      case 'checkContinue':
+      case 'checkExpectation': {
+        const req = args[0] as http.IncomingMessage;
+        if (req.httpVersionMajor >= 2) return true;
+        const connection = this.#adoptSocket(req.socket);
+        if (connection.admit(req, args[1] as http.ServerResponse)) {
+          this.#requests++;
+          return true;
+        }
+        this.#dropped++;
+        return false;
+      }
+      case 'upgrade':
+      case 'connect': {
+        // The socket leaves HTTP (WebSocket, tunnel): no longer ours to recycle.
+        const socket = (args[0] as http.IncomingMessage).socket;
+        const connection = this.#bySocket.get(socket);
+        if (connection !== undefined) {
+          this.#bySocket.delete(socket);
+          connection.abandon();
+        }
+        return true;
+      }
+      case 'stream': {
+        // A stream on a session opened before we attached: adopt the session now.
+        const stream = args[0] as http2.ServerHttp2Stream;
+        const session = stream.session as http2.ServerHttp2Session | undefined;
+        if (session === undefined || this.#bySession.has(session)) return true;
+        return this.#admitStream(this.#adoptSession(session), stream);
+      }
+      default:
+        return true;
+    }
+  }
+
+  #admitStream(connection: Http2Connection, stream: http2.ServerHttp2Stream): boolean {
+    if (connection.admit(stream)) {
+      this.#requests++;
+      return true;
+    }
+    this.#refused++;
+    return false;
+  }
+
+  #adoptSocket(socket: net.Socket): Http1Connection {
+    let connection = this.#bySocket.get(socket);
+    if (connection === undefined) {
+      connection = new Http1Connection(this, socket);
+      this.#bySocket.set(socket, connection);
+      this.#register(connection);
+    }
+    return connection;
+  }
+
+  #adoptSession(session: http2.ServerHttp2Session): Http2Connection {
+    let connection = this.#bySession.get(session);
+    if (connection === undefined) {
+      const c = new Http2Connection(this, session);
+      connection = c;
+      this.#bySession.set(session, c);
+      this.#wrapEmit(session as unknown as Emitter, (event, args) => {
+        if (event !== 'stream' || this.#bySession.get(session) !== c) return true;
+        return this.#admitStream(c, args[0] as http2.ServerHttp2Stream);
+      });
+      this.#register(c);
+    }
+    return connection;
+  }
+
+  #register(connection: TrackedConnection): void {
+    this.#connections.set(connection, this.#metrics);
+    this.#opened++;
+    this.#metrics?.opened(connection.protocol);
+    connection.start();
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * An HTTP/2 session. HTTP/2 can close a connection without racing the client: GOAWAY names the
+ * last stream the server will process, and the client retries any later stream it sent
+ * (grpc-js and grpc-go retry such refused streams transparently).
+ *
+ * - Request limit: the Nth stream's arrival sends GOAWAY(NO_ERROR, that stream's id) and
+ *   starts a graceful `close()`. Streams the client opened after it are refused with
+ *   `REFUSED_STREAM` and never reach the application: exactly N streams are served.
+ * - Age, drain: GOAWAY(NO_ERROR, 2^31-1) first (stop opening streams), then a PING; once the
+ *   PING is answered, every stream the client sent before it saw the GOAWAY has arrived and is
+ *   being served, so `close()` refuses nothing the client still expects (grpc-go's sequence).
+ * - Idle: `close()` at once.
+ */
+import http2 from 'node:http2';
+import type { TimerHandle } from '../core/clock.js';
+import type { CloseReason } from '../pool/lifetime-policy.js';
+import { type ConnectionHost, TrackedConnection } from './tracked-connection.js';
+
+const { NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM } = http2.constants;
+/** The largest stream id: "every stream you opened so far will be processed". */
+const MAX_STREAM_ID = 2 ** 31 - 1;
+/** How long to wait for the PING answer before closing anyway. */
+const PING_TIMEOUT_MS = 1000;
+
+const ignore = (): void => {};
+
+export class Http2Connection extends TrackedConnection {
+  readonly protocol = 'h2' as const;
+  readonly session: http2.ServerHttp2Session;
+  /** Set when a GOAWAY named a real last stream: later streams are refused. */
+  #lastStreamId: number | undefined;
+  #pingTimer: TimerHandle | undefined;
+
+  constructor(host: ConnectionHost, session: http2.ServerHttp2Session) {
+    super(host);
+    this.session = session;
+    session.once('close', () => {
+      this.#pingTimer?.cancel();
+      this.markClosed();
+    });
+  }
+
+  /**
+   * A stream arrived. Returns false when it was refused (opened after the GOAWAY that ended the
+   * connection's request budget); the caller then does not emit it.
+   */
+  admit(stream: http2.ServerHttp2Stream): boolean {
+    if (this.#lastStreamId !== undefined && (stream.id ?? 0) > this.#lastStreamId) {
+      stream.on('error', ignore);
+      if (!stream.destroyed) stream.close(NGHTTP2_REFUSED_STREAM);
+      return false;
+    }
+    this.requestStarted();
+    stream.once('close', () => this.requestEnded());
+    if (this.host.settings.policy.isLastRequest(this.requests)) {
+      this.#lastStreamId = stream.id ?? MAX_STREAM_ID;
+      this.retire('requests');
+    }
+    return true;
+  }
+
+  protected onRetire(reason: CloseReason): void {
+    const session = this.session;
+    if (session.closed || session.destroyed) return;
+    if (reason === 'requests' && this.#lastStreamId !== undefined) {
+      session.goaway(NGHTTP2_NO_ERROR, this.#lastStreamId);
+      session.close();
+      return;
+    }
+    if (reason === 'idle') {
+      session.close();
+      return;
+    }
+    session.goaway(NGHTTP2_NO_ERROR, MAX_STREAM_ID);
+    let done = false;
+    const close = (): void => {
+      if (done) return;
+      done = true;
+      this.#pingTimer?.cancel();
+      if (!session.closed && !session.destroyed) session.close();
+    };
+    this.#pingTimer = this.host.settings.clock.setTimeout(close, PING_TIMEOUT_MS);
+    try {
+      if (!session.ping(close)) close();
+    } catch {
+      close();
+    }
+  }
+
+  protected onRetiringTick(): void {}
+
+  protected retiringTickInMs(): number | undefined {
+    return undefined;
+  }
+
+  protected destroyTransport(): void {
+    this.session.destroy();
+  }
+}

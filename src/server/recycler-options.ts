@@ -1,0 +1,98 @@
+/**
+ * Options of `recycleConnections`, declared once. The lifetime fields are the shared
+ * `lifetimeOptionsSpec` (the same rules the client pools apply); the rest are the server's own:
+ * how long a retiring connection may take to finish before it is destroyed, how long a
+ * retiring HTTP/1 connection must have been idle before it is closed without a response to
+ * carry `Connection: close`, and the injected clock, randomness and metrics registry.
+ */
+import { Registry } from 'prom-client';
+import { type Clock, systemClock } from '../core/clock.js';
+import { opt, type Parsed, parseOptions } from '../core/options.js';
+import { createRandom, type Random } from '../core/random.js';
+import { LifetimePolicy, lifetimeOptionsSpec } from '../pool/lifetime-policy.js';
+
+const COMPONENT = 'recycleConnections';
+
+const isClock = (v: unknown): v is Clock =>
+  typeof v === 'object' &&
+  v !== null &&
+  typeof (v as Clock).now === 'function' &&
+  typeof (v as Clock).setTimeout === 'function';
+
+const isRandom = (v: unknown): v is Random =>
+  typeof v === 'object' && v !== null && typeof (v as Random).next === 'function';
+
+const isRegistry = (v: unknown): v is Registry =>
+  v instanceof Registry ||
+  (typeof v === 'object' && v !== null && typeof (v as Registry).getSingleMetric === 'function');
+
+export const recyclerOptionsSpec = {
+  ...lifetimeOptionsSpec,
+  /**
+   * After a connection starts retiring (limit reached), how long its in-flight requests may
+   * take before the connection is destroyed; unset = wait for them however long they take.
+   */
+  graceMs: opt.number({ min: 0, optional: true }),
+  /**
+   * HTTP/1 has no race-free way to close an idle keep-alive connection: the client may be
+   * writing a request at that moment. A retiring connection (age reached, or draining) that is
+   * idle is therefore closed only once it has been idle this long; if a request comes first,
+   * its response carries `Connection: close`. Default 250 ms. HTTP/2 uses GOAWAY instead.
+   */
+  idleCloseDelayMs: opt.number({ min: 0, default: 250 }),
+  clock: opt.custom('a Clock (an object with now() and setTimeout())', isClock, { default: systemClock }),
+  random: opt.custom('a Random (an object with next())', isRandom, { optional: true }),
+  metrics: opt.object({ registry: opt.custom('a prom-client Registry', isRegistry) }, { optional: true }),
+};
+
+/** What `recycleConnections` accepts. */
+export interface RecyclerOptions {
+  /** Requests (HTTP/2: streams) a connection serves before it closes; unset = unlimited. */
+  readonly maxRequestsPerConnection?: number;
+  /** Age after which a connection closes, jittered per connection by `ageJitter`. */
+  readonly maxConnectionAgeMs?: number;
+  /** Jitter fraction for `maxConnectionAgeMs`, 0..0.5; default 0.1 (±10%). */
+  readonly ageJitter?: number;
+  /** Idle time after which a connection closes; unset = never (Node's `keepAliveTimeout` still applies). */
+  readonly idleTimeoutMs?: number;
+  /** Time a retiring connection's in-flight requests get before it is destroyed; unset = unlimited. */
+  readonly graceMs?: number;
+  /** How long a retiring idle HTTP/1 connection must have been idle before it is closed (default 250). */
+  readonly idleCloseDelayMs?: number;
+  readonly clock?: Clock;
+  readonly random?: Random;
+  /** Record `evenlb_server_*` metrics on this prom-client registry. */
+  readonly metrics?: { readonly registry: Registry };
+}
+
+export type ParsedRecyclerOptions = Parsed<typeof recyclerOptionsSpec>;
+
+/** The parsed options plus the lifetime policy built from them. */
+export interface RecyclerSettings {
+  readonly options: ParsedRecyclerOptions;
+  readonly policy: LifetimePolicy;
+  readonly clock: Clock;
+}
+
+/**
+ * Validates `input` once and builds the settings a registry applies.
+ *
+ * @example
+ * parseRecyclerOptions({ maxRequestsPerConnection: 100, maxConnectionAgeMs: 60_000 });
+ */
+export function parseRecyclerOptions(input: unknown): RecyclerSettings {
+  const options = parseOptions(COMPONENT, input, recyclerOptionsSpec);
+  const lifetime = {
+    maxRequestsPerConnection: options.maxRequestsPerConnection,
+    maxConnectionAgeMs: options.maxConnectionAgeMs,
+    ageJitter: options.ageJitter,
+    idleTimeoutMs: options.idleTimeoutMs,
+  };
+  const policy = new LifetimePolicy(lifetime, options.random ?? createRandom(), COMPONENT);
+  return Object.freeze({ options, policy, clock: options.clock });
+}
+
+/** Settings with no limit: connections are only tracked (for drain and stats). */
+export function trackingOnlySettings(clock: Clock = systemClock): RecyclerSettings {
+  return parseRecyclerOptions({ clock });
+}
