@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { ProxyConfig } from './config-schema.js';
 import { dashboardHtml } from './dashboard-page.js';
@@ -24,7 +25,8 @@ let chartJs: Buffer | undefined;
 function chartJsSource(): Buffer {
   if (chartJs === undefined) {
     const require = createRequire(import.meta.url);
-    chartJs = readFileSync(require.resolve('chart.js/dist/chart.umd.js'));
+    // The package's exports map hides dist/ files: resolve the entry, then its sibling.
+    chartJs = readFileSync(join(dirname(require.resolve('chart.js')), 'chart.umd.min.js'));
   }
   return chartJs;
 }

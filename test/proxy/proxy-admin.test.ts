@@ -1,0 +1,160 @@
+/**
+ * The admin listener under real load: `/healthz`, `/readyz`, `/config`, `/endpoints`,
+ * `/metrics` (per-endpoint counters and the imbalance gauges, named as `proxyMetricNames`
+ * says), and the live dashboard driven in Chromium (playwright-core): the page loads chart.js
+ * from the admin server, its charts draw non-blank canvases, and the figures update.
+ */
+import http from 'node:http';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { proxyMetricNames } from '../../src/metrics/proxy-metrics.js';
+import type { ProxyServer } from '../../src/proxy/proxy-server.js';
+import { type Backend, startBackend, startProxy, waitFor } from './helpers.js';
+
+let backends: Backend[] = [];
+let proxy: ProxyServer;
+let adminPort = 0;
+let running = true;
+let loadDone: Promise<void> = Promise.resolve();
+
+function fetchText(port: number, path: string): Promise<{ status: number; body: string; type: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, type: String(res.headers['content-type']) }));
+      })
+      .on('error', reject);
+  });
+}
+
+beforeAll(async () => {
+  backends = await Promise.all([1, 2, 3, 4].map((i) => startBackend(`d${i}`, `127.0.0.${90 + i}`, { delayMs: 1 })));
+  proxy = await startProxy({
+    admin: { address: '127.0.0.1:0' },
+    imbalanceWindowMs: 5000,
+    listeners: [{ name: 'web', address: '127.0.0.1:0' }],
+    clusters: [{ name: 'web', target: `static:///${backends.map((b) => b.key).join(',')}` }],
+  });
+  adminPort = proxy.adminPort as number;
+  const port = proxy.listenerPort('web') as number;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+  const deadline = Date.now() + 40_000;
+  const loop = async (): Promise<void> => {
+    while (running && Date.now() < deadline) {
+      await new Promise<void>((resolve) => {
+        const req = http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+          res.resume();
+          res.on('end', () => setTimeout(resolve, 2));
+        });
+        req.on('error', () => resolve());
+      });
+    }
+  };
+  loadDone = Promise.all([loop(), loop(), loop(), loop()]).then(() => agent.destroy());
+  await waitFor(() => backends.every((b) => b.hits > 20), 10_000, 'load');
+});
+
+afterAll(async () => {
+  running = false;
+  await loadDone;
+  await proxy?.close();
+  await Promise.all(backends.map((b) => b.close()));
+});
+
+describe('admin listener', () => {
+  it('serves health, readiness, config and endpoints', async () => {
+    expect((await fetchText(adminPort, '/healthz')).status).toBe(200);
+    expect((await fetchText(adminPort, '/readyz')).status).toBe(200);
+    const config = JSON.parse((await fetchText(adminPort, '/config')).body);
+    expect(config.clusters[0].name).toBe('web');
+    const endpoints = JSON.parse((await fetchText(adminPort, '/endpoints')).body);
+    const eps = endpoints.clusters[0].endpoints as { key: string; requests: number; connections: number }[];
+    expect(eps.map((e) => e.key).sort()).toEqual(backends.map((b) => b.key).sort());
+    for (const e of eps) expect(e.requests).toBeGreaterThan(0);
+  });
+
+  it('exports per-endpoint metrics and imbalance gauges', async () => {
+    const m = await fetchText(adminPort, '/metrics');
+    expect(m.status).toBe(200);
+    for (const b of backends) {
+      expect(m.body).toMatch(
+        new RegExp(
+          `${proxyMetricNames.upstreamRequests}\\{cluster="web",endpoint="${b.key.replace(/\./g, '\\.')}"\\} [1-9]`,
+        ),
+      );
+      expect(m.body).toContain(
+        `${proxyMetricNames.upstreamDuration}_bucket{le="0.005",cluster="web",endpoint="${b.key}"}`,
+      );
+    }
+    expect(m.body).toMatch(new RegExp(`${proxyMetricNames.imbalanceJain}\\{cluster="web"\\} 0\\.9`));
+    expect(m.body).toContain(`${proxyMetricNames.imbalanceMaxOverMean}{cluster="web"}`);
+    expect(m.body).toContain(`${proxyMetricNames.upstreamConnections}{cluster="web"`);
+    expect(m.body).toContain('process_cpu_seconds_total');
+  });
+});
+
+describe('dashboard', () => {
+  let browser: Browser | undefined;
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('loads, draws non-blank charts and updates its figures', async () => {
+    browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`http://127.0.0.1:${adminPort}/`);
+    await page.waitForFunction(() => (window as unknown as { __evenlbUpdates: number }).__evenlbUpdates >= 3, null, {
+      timeout: 15_000,
+    });
+    const canvases = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('canvas')).map((c) => {
+        const ctx = c.getContext('2d');
+        if (ctx === null) return { id: c.id, painted: 0 };
+        const { data } = ctx.getImageData(0, 0, c.width, c.height);
+        let painted = 0;
+        for (let i = 3; i < data.length; i += 4) if ((data[i] as number) > 0) painted++;
+        return { id: c.id, painted };
+      }),
+    );
+    expect(canvases.map((c) => c.id).sort()).toEqual(['conns-web', 'imbalance-web', 'rate-web']);
+    for (const c of canvases) expect(c.painted).toBeGreaterThan(500);
+    const read = () =>
+      page.evaluate(() => ({
+        updates: (window as unknown as { __evenlbUpdates: number }).__evenlbUpdates,
+        kpi: document.querySelector('[data-kpi="jain"]')?.textContent ?? '',
+        rows: document.querySelectorAll('section[data-cluster="web"] table tr').length,
+        status: document.getElementById('status')?.textContent ?? '',
+      }));
+    const first = await read();
+    await page.waitForFunction(
+      (n) => (window as unknown as { __evenlbUpdates: number }).__evenlbUpdates >= n + 2,
+      first.updates,
+      { timeout: 10_000 },
+    );
+    const second = await read();
+    expect(second.updates).toBeGreaterThan(first.updates);
+    expect(second.rows).toBe(5);
+    expect(second.kpi).toMatch(/Jain's index 0\.9\d\d/);
+    expect(second.status).not.toBe(first.status);
+    expect(errors).toEqual([]);
+    if (process.env.EVENLB_DASHBOARD_SCREENSHOT !== undefined) {
+      await page.screenshot({ path: process.env.EVENLB_DASHBOARD_SCREENSHOT, fullPage: true });
+    }
+  });
+});
