@@ -119,34 +119,26 @@ describe('dashboard', () => {
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(`http://127.0.0.1:${adminPort}/`);
-    await page.waitForFunction(() => (window as unknown as { __evenlbUpdates: number }).__evenlbUpdates >= 3, null, {
-      timeout: 15_000,
-    });
-    const canvases = await page.evaluate(() =>
-      Array.from(document.querySelectorAll('canvas')).map((c) => {
-        const ctx = c.getContext('2d');
-        if (ctx === null) return { id: c.id, painted: 0 };
-        const { data } = ctx.getImageData(0, 0, c.width, c.height);
-        let painted = 0;
-        for (let i = 3; i < data.length; i += 4) if ((data[i] as number) > 0) painted++;
-        return { id: c.id, painted };
-      }),
-    );
+    // Page-side code is passed as strings: this project compiles without the DOM library.
+    await page.waitForFunction('window.__evenlbUpdates >= 3', null, { timeout: 15_000 });
+    const canvases = (await page.evaluate(`Array.from(document.querySelectorAll('canvas')).map((c) => {
+      const ctx = c.getContext('2d');
+      const { data } = ctx.getImageData(0, 0, c.width, c.height);
+      let painted = 0;
+      for (let i = 3; i < data.length; i += 4) if (data[i] > 0) painted++;
+      return { id: c.id, painted };
+    })`)) as { id: string; painted: number }[];
     expect(canvases.map((c) => c.id).sort()).toEqual(['conns-web', 'imbalance-web', 'rate-web']);
     for (const c of canvases) expect(c.painted).toBeGreaterThan(500);
-    const read = () =>
-      page.evaluate(() => ({
-        updates: (window as unknown as { __evenlbUpdates: number }).__evenlbUpdates,
+    const read = async () =>
+      (await page.evaluate(`({
+        updates: window.__evenlbUpdates,
         kpi: document.querySelector('[data-kpi="jain"]')?.textContent ?? '',
         rows: document.querySelectorAll('section[data-cluster="web"] table tr').length,
         status: document.getElementById('status')?.textContent ?? '',
-      }));
+      })`)) as { updates: number; kpi: string; rows: number; status: string };
     const first = await read();
-    await page.waitForFunction(
-      (n) => (window as unknown as { __evenlbUpdates: number }).__evenlbUpdates >= n + 2,
-      first.updates,
-      { timeout: 10_000 },
-    );
+    await page.waitForFunction(`window.__evenlbUpdates >= ${first.updates + 2}`, null, { timeout: 10_000 });
     const second = await read();
     expect(second.updates).toBeGreaterThan(first.updates);
     expect(second.rows).toBe(5);
