@@ -1,0 +1,393 @@
+// Proxy benchmark: CPU per request, throughput and latency of `evenlb proxy` against direct
+// access, nginx, HAProxy, a minimal undici `Pool.stream` proxy and @fastify/reply-from, all in
+// the same run, all balancing keep-alive round robin (or evenlb's default policy) over the same
+// 4 loopback backends. Load: wrk, HTTP/1.1 keep-alive, 8 and 64 connections, 5 s per run, the
+// median of 3 runs. CPU per request = (utime + stime of the proxy process, from
+// /proc/<pid>/stat) / requests. Missing tools (wrk, nginx, haproxy) are installed with apt-get
+// when running as root. Results: a table, ratios, and bench/results/proxy.json.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { printTable, writeResult } from './machine.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+const RUN_SECONDS = Number(process.env.EVENLB_BENCH_SECONDS ?? 5);
+const RUNS = Number(process.env.EVENLB_BENCH_RUNS ?? 3);
+const CONNECTIONS = [8, 64];
+const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+function have(cmd) {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+}
+
+function ensureTools() {
+  const need = [];
+  if (!have('wrk')) need.push('wrk');
+  if (!have('nginx') && !have('/usr/sbin/nginx')) need.push('nginx');
+  if (!have('haproxy') && !have('/usr/sbin/haproxy')) need.push('haproxy');
+  if (need.length === 0) return;
+  if (process.getuid?.() !== 0) {
+    process.stdout.write(`missing ${need.join(', ')} and not root: those rows are skipped\n`);
+    return;
+  }
+  spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' });
+  spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...need], {
+    stdio: 'ignore',
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
+}
+
+function freePort(host = '127.0.0.1') {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, host, () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function cpuMicros(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[11] = utime, fields[12] = stime (fields 14 and 15 of proc(5), after pid and comm).
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+}
+
+async function waitForPort(port, host = '127.0.0.1', timeoutMs = 10_000) {
+  const { connect } = await import('node:net');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise((resolve) => {
+      const s = connect(port, host);
+      s.once('connect', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`port ${host}:${port} did not open`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function start(cmd, args, options = {}) {
+  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], ...options });
+  let err = '';
+  child.stderr?.on('data', (c) => {
+    err += c;
+    if (err.length > 20_000) err = err.slice(-10_000);
+  });
+  child.errText = () => err;
+  return child;
+}
+
+async function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), 3000);
+  await exited;
+  clearTimeout(t);
+}
+
+function wrk(port, connections, host = '127.0.0.1') {
+  const r = spawnSync(
+    'wrk',
+    ['-t1', `-c${connections}`, `-d${RUN_SECONDS}s`, '--latency', '-H', 'Host: bench.local', `http://${host}:${port}/`],
+    { encoding: 'utf8', timeout: (RUN_SECONDS + 20) * 1000 },
+  );
+  const out = r.stdout ?? '';
+  const num = (re) => {
+    const m = re.exec(out);
+    return m === null ? Number.NaN : Number(m[1]);
+  };
+  const latencyMs = (label) => {
+    const m = new RegExp(`\\s${label}%\\s+([0-9.]+)(us|ms|s)`).exec(out);
+    if (m === null) return Number.NaN;
+    const v = Number(m[1]);
+    return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+  };
+  const errors = num(/Non-2xx or 3xx responses: ([0-9]+)/) || 0;
+  const socketErrors = /Socket errors: connect ([0-9]+), read ([0-9]+), write ([0-9]+), timeout ([0-9]+)/.exec(out);
+  return {
+    requests: num(/([0-9]+) requests in/),
+    rps: num(/Requests\/sec:\s+([0-9.]+)/),
+    p50Ms: latencyMs('50'),
+    p99Ms: latencyMs('99'),
+    errors: errors + (socketErrors === null ? 0 : socketErrors.slice(1).reduce((a, b) => a + Number(b), 0)),
+  };
+}
+
+function median(values) {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return Number.NaN;
+  return v[Math.floor(v.length / 2)];
+}
+
+// Backends: one child process serving 4 loopback addresses (a tiny fixed body).
+const BACKEND_ADDRS = ['127.0.0.101', '127.0.0.102', '127.0.0.103', '127.0.0.104'];
+
+async function startBackends(dir) {
+  const ports = [];
+  for (const a of BACKEND_ADDRS) ports.push(await freePort(a));
+  const script = join(dir, 'backends.mjs');
+  writeFileSync(
+    script,
+    `import http from 'node:http';
+const body = Buffer.from('hello from evenlb bench\\n');
+const list = ${JSON.stringify(BACKEND_ADDRS.map((a, i) => [a, ports[i]]))};
+for (const [host, port] of list) {
+  const s = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
+    res.end(body);
+  });
+  s.keepAliveTimeout = 65000;
+  s.listen(port, host);
+}
+`,
+  );
+  const child = start(process.execPath, [script]);
+  for (let i = 0; i < BACKEND_ADDRS.length; i++) await waitForPort(ports[i], BACKEND_ADDRS[i]);
+  return { child, endpoints: BACKEND_ADDRS.map((a, i) => `${a}:${ports[i]}`) };
+}
+
+const targets = {
+  async direct(_dir, endpoints) {
+    const [host, port] = endpoints[0].split(':');
+    return { port: Number(port), host, pid: undefined, child: undefined };
+  },
+  async evenlb(dir, endpoints) {
+    const port = await freePort();
+    const admin = await freePort();
+    const file = join(dir, 'evenlb.yaml');
+    writeFileSync(
+      file,
+      `admin: { address: "127.0.0.1:${admin}" }
+logLevel: warn
+listeners: [{ name: web, address: "127.0.0.1:${port}", protocol: http }]
+clusters: [{ name: backends, target: "static:///${endpoints.join(',')}" }]
+`,
+    );
+    const child = start(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'proxy', '--config', file]);
+    await waitForPort(port);
+    return { port, pid: child.pid, child };
+  },
+  async nginx(dir, endpoints) {
+    if (!have('nginx') && !have('/usr/sbin/nginx')) return undefined;
+    const port = await freePort();
+    const conf = join(dir, 'nginx.conf');
+    writeFileSync(
+      conf,
+      `daemon off;
+master_process off;
+worker_processes 1;
+error_log ${dir}/nginx-error.log error;
+pid ${dir}/nginx.pid;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/nginx-body;
+  proxy_temp_path ${dir}/nginx-proxy;
+  fastcgi_temp_path ${dir}/nginx-fastcgi;
+  uwsgi_temp_path ${dir}/nginx-uwsgi;
+  scgi_temp_path ${dir}/nginx-scgi;
+  upstream backends {
+    ${endpoints.map((e) => `server ${e};`).join('\n    ')}
+    keepalive 128;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://backends;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $host;
+    }
+  }
+}
+`,
+    );
+    const bin = have('nginx') ? 'nginx' : '/usr/sbin/nginx';
+    const child = start(bin, ['-c', conf, '-p', dir]);
+    await waitForPort(port);
+    return { port, pid: child.pid, child };
+  },
+  async haproxy(dir, endpoints) {
+    if (!have('haproxy') && !have('/usr/sbin/haproxy')) return undefined;
+    const port = await freePort();
+    const conf = join(dir, 'haproxy.cfg');
+    writeFileSync(
+      conf,
+      `global
+  nbthread 1
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  option http-keep-alive
+frontend web
+  bind 127.0.0.1:${port}
+  default_backend backends
+backend backends
+  balance roundrobin
+  http-reuse always
+${endpoints.map((e, i) => `  server b${i} ${e}`).join('\n')}
+`,
+    );
+    const bin = have('haproxy') ? 'haproxy' : '/usr/sbin/haproxy';
+    const child = start(bin, ['-db', '-f', conf]);
+    await waitForPort(port);
+    return { port, pid: child.pid, child };
+  },
+  async undiciPool(dir, endpoints) {
+    const port = await freePort();
+    const script = join(dir, 'undici-proxy.mjs');
+    writeFileSync(
+      script,
+      `import http from 'node:http';
+import { Pool } from ${JSON.stringify(join(root, 'node_modules', 'undici', 'index.js'))};
+const pools = ${JSON.stringify(endpoints)}.map((e) => new Pool('http://' + e, { connections: 128 }));
+let i = 0;
+http.createServer((req, res) => {
+  const pool = pools[i++ % pools.length];
+  pool.stream({ path: req.url, method: req.method, headers: req.headers, body: req.method === 'GET' || req.method === 'HEAD' ? null : req },
+    ({ statusCode, headers }) => { res.writeHead(statusCode, headers); return res; },
+    (err) => { if (err) { res.statusCode = 502; res.end(); } });
+}).listen(${port}, '127.0.0.1');
+`,
+    );
+    const child = start(process.execPath, [script]);
+    await waitForPort(port);
+    return { port, pid: child.pid, child };
+  },
+  async replyFrom(dir, endpoints) {
+    const port = await freePort();
+    const script = join(dir, 'reply-from.mjs');
+    const req = (m) => JSON.stringify(join(root, 'node_modules', m));
+    writeFileSync(
+      script,
+      `import { createRequire } from 'node:module';
+const require = createRequire(${JSON.stringify(join(root, 'package.json'))});
+const Fastify = require('fastify');
+const replyFrom = require('@fastify/reply-from');
+void ${req('fastify')};
+const bases = ${JSON.stringify(endpoints)}.map((e) => 'http://' + e);
+let i = 0;
+const app = Fastify({ logger: false });
+await app.register(replyFrom, { base: bases[0], undici: { connections: 128 } });
+app.all('/*', (request, reply) => {
+  reply.from(request.url, { getUpstream: () => bases[i++ % bases.length] });
+});
+await app.listen({ port: ${port}, host: '127.0.0.1' });
+`,
+    );
+    const child = start(process.execPath, [script]);
+    await waitForPort(port);
+    return { port, pid: child.pid, child };
+  },
+};
+
+async function main() {
+  ensureTools();
+  if (!have('wrk')) {
+    process.stdout.write('wrk is not installed: proxy benchmark skipped\n');
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'evenlb-bench-proxy-'));
+  const backends = await startBackends(dir);
+  const rows = [];
+  try {
+    for (const [name, make] of Object.entries(targets)) {
+      const t = await make(dir, backends.endpoints);
+      if (t === undefined) {
+        process.stdout.write(`${name}: not available, skipped\n`);
+        continue;
+      }
+      try {
+        wrk(t.port, 8, t.host); // warm-up (JIT, connection pools)
+        for (const c of CONNECTIONS) {
+          const runs = [];
+          for (let r = 0; r < RUNS; r++) {
+            const before = t.pid === undefined ? 0 : cpuMicros(t.pid);
+            const w = wrk(t.port, c, t.host);
+            const after = t.pid === undefined ? 0 : cpuMicros(t.pid);
+            runs.push({ ...w, cpuUsPerReq: t.pid === undefined ? Number.NaN : (after - before) / w.requests });
+          }
+          const row = {
+            target: name,
+            connections: c,
+            rps: median(runs.map((x) => x.rps)),
+            cpuUsPerReq: median(runs.map((x) => x.cpuUsPerReq)),
+            p50Ms: median(runs.map((x) => x.p50Ms)),
+            p99Ms: median(runs.map((x) => x.p99Ms)),
+            errors: runs.reduce((a, x) => a + x.errors, 0),
+          };
+          rows.push(row);
+          process.stdout.write(
+            `${name} c=${c}: ${row.rps.toFixed(0)} req/s, ${row.cpuUsPerReq.toFixed(1)} µs CPU/req, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms\n`,
+          );
+        }
+      } finally {
+        if (t.child !== undefined) {
+          if (t.child.exitCode !== null) process.stdout.write(`${name} exited early: ${t.child.errText()}\n`);
+          await stop(t.child);
+        }
+      }
+    }
+  } finally {
+    await stop(backends.child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  printTable(rows);
+  const find = (target, c) => rows.find((r) => r.target === target && r.connections === c);
+  const ratios = [];
+  for (const c of CONNECTIONS) {
+    const e = find('evenlb', c);
+    if (e === undefined) continue;
+    for (const base of ['nginx', 'haproxy', 'undiciPool', 'replyFrom', 'direct']) {
+      const b = find(base, c);
+      if (b === undefined) continue;
+      ratios.push({
+        connections: c,
+        baseline: base,
+        cpuPerReqRatio: Number.isFinite(b.cpuUsPerReq) ? e.cpuUsPerReq / b.cpuUsPerReq : Number.NaN,
+        throughputRatio: e.rps / b.rps,
+      });
+    }
+  }
+  process.stdout.write('\nevenlb relative to each baseline (cpu: lower is better; throughput: higher is better)\n');
+  printTable(ratios);
+  const targetsMet = CONNECTIONS.map((c) => {
+    const n = ratios.find((r) => r.connections === c && r.baseline === 'nginx');
+    const f = ratios.find((r) => r.connections === c && r.baseline === 'replyFrom');
+    return {
+      connections: c,
+      cpuVsNginx: n?.cpuPerReqRatio,
+      cpuTarget: 2.5,
+      cpuMet: n === undefined ? undefined : n.cpuPerReqRatio <= 2.5,
+      throughputVsReplyFrom: f?.throughputRatio,
+      throughputTarget: 1.5,
+      throughputMet: f === undefined ? undefined : f.throughputRatio >= 1.5,
+    };
+  });
+  printTable(targetsMet.map((t) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v ?? 'n/a']))));
+  writeResult('proxy', {
+    runSeconds: RUN_SECONDS,
+    runs: RUNS,
+    tool: 'wrk -t1 keep-alive',
+    backends: BACKEND_ADDRS.length,
+    rows,
+    ratios,
+    targets: targetsMet,
+  });
+}
+
+await main();
