@@ -6,8 +6,16 @@
  * the BalancedAgent client, endpoint sources and the proxy.
  */
 export * from './balancing/index.js';
+export * from './balancing/outlier-detector.js';
+export * from './client/index.js';
+export * from './cluster/index.js';
 export * from './core/index.js';
+export * from './discovery/create-endpoint-source.js';
+export * from './discovery/dns-endpoint-source.js';
+export * from './discovery/file-endpoint-source.js';
 export * from './discovery/index.js';
+export * from './metrics/client-metrics.js';
 export * from './metrics/imbalance.js';
+export * from './pool/endpoint-pool.js';
 export * from './pool/lifetime-policy.js';
 export { version } from './version.js';

@@ -62,6 +62,23 @@ const UnwrapHandler = require('undici/lib/handler/unwrap-handler.js') as new (
 
 const WINDOW_BUCKETS = 10;
 
+/** The handler in the callback style undici's Client runs (new-style handlers are adapted). */
+export function toLegacyHandler(handler: Dispatcher.DispatchHandler): LegacyHandler {
+  return typeof handler.onRequestStart === 'function' ? new UnwrapHandler(handler) : (handler as LegacyHandler);
+}
+
+/** Delivers `err` to a handler of either undici style, as a request that never started. */
+export function failHandler(handler: Dispatcher.DispatchHandler, err: Error): void {
+  toLegacyHandler(handler).onError(err);
+}
+
+/** One request sent by a transport the cluster does not own; see `Cluster.acquire()`. */
+export interface RequestTicket {
+  readonly endpoint: Endpoint;
+  /** Ends the request's accounting (load, outlier detection, metrics); later calls are ignored. */
+  end(outcome: RequestOutcome): void;
+}
+
 /** Per-endpoint state the cluster keeps beside the balancer's load record. */
 class EndpointEntry {
   endpoint: Endpoint;
@@ -96,6 +113,8 @@ export class Cluster implements RequestRouter {
   readonly #entries = new Map<string, EndpointEntry>();
   readonly #legacyPools = new Map<string, EndpointPool>();
   readonly #waiting = new Set<RoutedRequest>();
+  readonly #eligibleListeners = new Set<(eligible: ReadonlySet<string>) => void>();
+  readonly #externalConnections = new Map<string, number>();
   readonly #pick: PickContext = {};
   readonly #bucketMs: number;
   readonly #poolEvents: EndpointPoolEvents;
@@ -174,8 +193,7 @@ export class Cluster implements RequestRouter {
    * the cluster queues rather than pushing back.
    */
   dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    const legacy: LegacyHandler =
-      typeof handler.onRequestStart === 'function' ? new UnwrapHandler(handler) : (handler as LegacyHandler);
+    const legacy = toLegacyHandler(handler);
     const origin = opts.origin;
     const https =
       typeof origin === 'string'
@@ -214,6 +232,99 @@ export class Cluster implements RequestRouter {
   }
   #dispatcher: Dispatcher | undefined;
 
+  // ---- For transports that manage their own connections (node:http agents, proxies) ----
+
+  /**
+   * Picks an endpoint for one request sent by another transport and starts its accounting;
+   * call `ticket.end(outcome)` exactly once when it ends. `exclude` avoids one endpoint (a
+   * retry). Returns an `EvenlbError` (`EVENLB_NO_ENDPOINTS`, `EVENLB_SERVICE_NOT_FOUND`,
+   * `EVENLB_DISCOVERY_PENDING`, `EVENLB_CLOSED`) when nothing can be picked.
+   */
+  acquire(exclude?: string): RequestTicket | EvenlbError {
+    if (this.#closed) return new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`);
+    if (this.#pending) return this.#pendingError();
+    const ctx = this.#pick;
+    ctx.exclude = exclude;
+    const picked = this.balancer.picker.pick(ctx);
+    if (picked.type === 'none') return this.#noEndpointError(picked.reason);
+    return this.track(picked.endpoint);
+  }
+
+  /** Starts accounting for a request already bound to `endpoint` (legacy mode: the socket's). */
+  track(endpoint: Endpoint): RequestTicket {
+    const key = endpoint.key;
+    let entry = this.#entries.get(key);
+    if (entry === undefined) {
+      entry = new EndpointEntry(endpoint);
+      this.#entries.set(key, entry);
+    }
+    this.#requests++;
+    const startMs = this.balancer.loads.get(key).start();
+    entry.window.add(Math.floor(startMs / this.#bucketMs));
+    let open = true;
+    return {
+      endpoint,
+      end: (outcome: RequestOutcome) => {
+        if (!open) return;
+        open = false;
+        this.#settle(key, startMs, outcome);
+      },
+    };
+  }
+
+  /**
+   * Picks the endpoint for a new connection without accounting a request (the legacy,
+   * dial-time decision).
+   */
+  pickForConnection(exclude?: string): Endpoint | EvenlbError {
+    if (this.#closed) return new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`);
+    if (this.#pending) return this.#pendingError();
+    const ctx = this.#pick;
+    ctx.exclude = exclude;
+    const picked = this.balancer.picker.pick(ctx);
+    return picked.type === 'none' ? this.#noEndpointError(picked.reason) : picked.endpoint;
+  }
+
+  /** Resolves once discovery has answered (at once if it has); rejects after `discoveryTimeoutMs`. */
+  whenDiscovered(): Promise<void> {
+    if (!this.#pending) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const timer = this.#clock.setTimeout(() => {
+        off();
+        reject(this.#pendingError());
+      }, this.options.discoveryTimeoutMs);
+      const off = this.onEligibleChange(() => {
+        if (this.#pending) return;
+        timer.cancel();
+        off();
+        resolve();
+      });
+    });
+  }
+
+  /**
+   * Calls `listener` with the eligible endpoint keys after every discovery update; a transport
+   * drains its connections to endpoints that are not in the set. Returns an unsubscribe function.
+   */
+  onEligibleChange(listener: (eligible: ReadonlySet<string>) => void): () => void {
+    this.#eligibleListeners.add(listener);
+    return () => this.#eligibleListeners.delete(listener);
+  }
+
+  /** Reports a connection another transport opened or closed to `endpointKey` (stats and metrics). */
+  noteConnection(endpointKey: string, change: 'opened' | 'closed', reason: CloseReason = 'peer'): void {
+    const n = (this.#externalConnections.get(endpointKey) ?? 0) + (change === 'opened' ? 1 : -1);
+    if (n > 0) this.#externalConnections.set(endpointKey, n);
+    else this.#externalConnections.delete(endpointKey);
+    if (change === 'opened') {
+      const entry = this.#entries.get(endpointKey);
+      if (entry !== undefined) entry.connectionsOpened++;
+      this.#observer?.connectionOpened?.(this.name, endpointKey);
+    } else {
+      this.#observer?.connectionClosed?.(this.name, endpointKey, reason);
+    }
+  }
+
   /** Stats per endpoint and for the whole cluster. */
   stats(): ClusterStats {
     const now = this.#clock.now();
@@ -221,7 +332,11 @@ export class Cluster implements RequestRouter {
     const set = this.balancer.endpointSet;
     const eligible = new Set(set.eligible().map((e) => e.key));
     const ejected = this.balancer.ejected;
-    const keys = new Set<string>([...set.endpoints.map((e) => e.key), ...this.#entries.keys()]);
+    const keys = new Set<string>([
+      ...set.endpoints.map((e) => e.key),
+      ...this.#entries.keys(),
+      ...this.#externalConnections.keys(),
+    ]);
     const legacyConns = new Map<string, { open: number; idle: number }>();
     for (const pool of this.#legacyPools.values()) {
       for (const c of pool.connections()) {
@@ -251,6 +366,7 @@ export class Cluster implements RequestRouter {
         }
         queued += pool.queued;
       }
+      open += this.#externalConnections.get(key) ?? 0;
       const legacy = legacyConns.get(key);
       if (legacy !== undefined) {
         open += legacy.open;
@@ -381,15 +497,17 @@ export class Cluster implements RequestRouter {
   /** @internal */
   settle(request: RoutedRequest, outcome: RequestOutcome): void {
     const endpoint = request.endpoint;
-    if (endpoint === undefined) return;
-    const key = endpoint.key;
+    if (endpoint !== undefined) this.#settle(endpoint.key, request.startMs, outcome);
+  }
+
+  #settle(key: string, startMs: number, outcome: RequestOutcome): void {
     const ok = outcome === 'success' || outcome === 'aborted';
     const load = this.balancer.loads.peek(key);
-    if (load !== undefined) load.end(request.startMs, ok);
+    if (load !== undefined) load.end(startMs, ok);
     if (outcome !== 'aborted') this.#outlier?.record(key, ok);
     const observer = this.#observer;
     if (observer?.requestEnded !== undefined) {
-      observer.requestEnded(this.name, key, outcome, this.#clock.now() - request.startMs);
+      observer.requestEnded(this.name, key, outcome, this.#clock.now() - startMs);
     }
   }
 
@@ -429,17 +547,19 @@ export class Cluster implements RequestRouter {
     });
   }
 
+  #pendingError(): EvenlbError {
+    return new EvenlbError(
+      ErrorCodes.DISCOVERY_PENDING,
+      `route ${this.name} (${this.source.target}): discovery gave no answer within ${this.options.discoveryTimeoutMs} ms`,
+      { details: { route: this.name, target: this.source.target } },
+    );
+  }
+
   #wait(request: RoutedRequest): void {
     this.#waiting.add(request);
     request.waitTimer = this.#clock.setTimeout(() => {
       if (!this.#waiting.delete(request)) return;
-      request.fail(
-        new EvenlbError(
-          ErrorCodes.DISCOVERY_PENDING,
-          `route ${this.name} (${this.source.target}): discovery gave no answer within ${this.options.discoveryTimeoutMs} ms`,
-          { details: { route: this.name, target: this.source.target } },
-        ),
-      );
+      request.fail(this.#pendingError());
     }, this.options.discoveryTimeoutMs);
   }
 
@@ -458,8 +578,10 @@ export class Cluster implements RequestRouter {
       }
       this.#forgetIfGone(key);
     }
-    if (snapshot.status.state !== 'pending' && this.#pending) {
-      this.#pending = false;
+    const discovered = snapshot.status.state !== 'pending' && this.#pending;
+    if (discovered) this.#pending = false;
+    for (const listener of [...this.#eligibleListeners]) listener(eligible);
+    if (discovered) {
       const waiting = [...this.#waiting];
       this.#waiting.clear();
       for (const r of waiting) {
@@ -569,6 +691,7 @@ export class Cluster implements RequestRouter {
     }
     this.#waiting.clear();
     this.#unsubscribe();
+    this.#eligibleListeners.clear();
     this.#outlier?.close();
     const pools = [...this.#legacyPools.values()];
     for (const entry of this.#entries.values()) pools.push(...entry.pools());

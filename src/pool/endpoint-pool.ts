@@ -16,6 +16,7 @@
  * In the legacy (host-keyed) mode the origin is the Service name and `resolveEndpoint` picks
  * the endpoint when a connection is dialled, as kube-apiserver's dial function did.
  */
+import { isIP } from 'node:net';
 import { type buildConnector, Client, type Dispatcher } from 'undici';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
@@ -254,7 +255,9 @@ export class EndpointPool {
           return;
         }
         c.endpoint = picked;
-        target = { ...opts, hostname: picked.address, host: picked.key, port: String(picked.port) };
+        // Dial the endpoint's IP; TLS still verifies the name the Client was created for.
+        const servername = opts.servername ?? (isIP(opts.hostname) === 0 ? opts.hostname : undefined);
+        target = { ...opts, hostname: picked.address, host: picked.key, port: String(picked.port), servername };
       }
       base(target, (...args) => {
         const socket = args[1] as { alpnProtocol?: string | false | null } | null;
