@@ -103,7 +103,8 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
   let load: DemoChild | undefined;
   let loadStats: LoadStats = { ok: 0, failed: 0, errorsByCode: {} };
   let podCounter = 0;
-  const t0 = clock.now();
+  // Phase time starts when the clients do (reset below); pod and proxy start-up come before it.
+  let t0 = clock.now();
   const elapsed = (): number => clock.now() - t0;
   const events: PhaseEvent[] = [];
   const snapshot = (): CountSnapshot => new Map(pods.map((p) => [p.name, p.stats.requests]));
@@ -211,9 +212,8 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
       const wait = tStart + fraction * D - clock.now();
       if (wait > 0) await sleep(clock, wait, signal);
     };
-    // The phase clock starts when the clients do.
-    const phaseT0 = tStart;
-    const phaseElapsed = (): number => clock.now() - phaseT0;
+    t0 = tStart;
+    const phaseElapsed = elapsed;
     const markPhase = (label: string): void => {
       events.push({ tMs: Math.round(phaseElapsed()), label });
     };
@@ -308,11 +308,7 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
       failedRequests: loadStats.failed,
       errorsByCode: loadStats.errorsByCode,
       events,
-      series: buildSeries(
-        sampleT.map((t) => t - (phaseT0 - t0)),
-        sampleCounts,
-        pods,
-      ),
+      series: buildSeries(sampleT, sampleCounts, pods),
       windows: { steadyMs: [steadyFromMs, steadyToMs], afterScaleOutMs: [afterFromMs, afterToMs] },
     };
   } catch (err) {
