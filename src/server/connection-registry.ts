@@ -83,6 +83,7 @@ export class ConnectionRegistry implements ConnectionHost {
   #draining = false;
   #drain: Promise<DrainResult> | undefined;
   #forceDrain: (() => void) | undefined;
+  readonly #emptyWaiters: (() => void)[] = [];
   #opened = 0;
   #requests = 0;
   #dropped = 0;
@@ -156,6 +157,7 @@ export class ConnectionRegistry implements ConnectionHost {
     if (!this.#connections.has(connection)) return;
     const metrics = this.#connections.get(connection);
     this.#connections.delete(connection);
+    if (this.#connections.size === 0) for (const resolve of this.#emptyWaiters.splice(0)) resolve();
     this.#closed[reason]++;
     const ageMs = this.settings.clock.now() - connection.openedAtMs;
     metrics?.closed(connection.protocol, reason, connection.requests, ageMs);
@@ -183,7 +185,10 @@ export class ConnectionRegistry implements ConnectionHost {
     let inFlightAtStart = 0;
     for (const c of this.#connections.keys()) inFlightAtStart += c.inFlight;
 
-    const closed = new Promise<void>((resolve) => this.server.once('close', () => resolve()));
+    // The listener's 'close' comes once every socket is gone, a tick before the sockets' own
+    // 'close' events that settle the tracked connections: wait for both.
+    const serverClosed = new Promise<void>((resolve) => this.server.once('close', () => resolve()));
+    const closed = serverClosed.then(() => this.#whenNoConnections());
     stopListening(this.server);
     for (const c of [...this.#connections.keys()]) c.retire('shutdown');
 
@@ -219,6 +224,11 @@ export class ConnectionRegistry implements ConnectionHost {
       timedOut,
       elapsedMs: clock.now() - startMs,
     });
+  }
+
+  #whenNoConnections(): Promise<void> {
+    if (this.#connections.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#emptyWaiters.push(resolve));
   }
 
   #attach(): void {

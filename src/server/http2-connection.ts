@@ -30,6 +30,8 @@ export class Http2Connection extends TrackedConnection {
   /** Set when a GOAWAY named a real last stream: later streams are refused. */
   #lastStreamId: number | undefined;
   #pingTimer: TimerHandle | undefined;
+  /** `session.close()` was called (GOAWAY with the last processed stream sent). */
+  #closeSent = false;
 
   constructor(host: ConnectionHost, session: http2.ServerHttp2Session) {
     super(host);
@@ -64,33 +66,46 @@ export class Http2Connection extends TrackedConnection {
     if (session.closed || session.destroyed) return;
     if (reason === 'requests' && this.#lastStreamId !== undefined) {
       session.goaway(NGHTTP2_NO_ERROR, this.#lastStreamId);
-      session.close();
+      this.#close();
       return;
     }
     if (reason === 'idle') {
-      session.close();
+      this.#close();
       return;
     }
     session.goaway(NGHTTP2_NO_ERROR, MAX_STREAM_ID);
-    let done = false;
-    const close = (): void => {
-      if (done) return;
-      done = true;
-      this.#pingTimer?.cancel();
-      if (!session.closed && !session.destroyed) session.close();
-    };
-    this.#pingTimer = this.host.settings.clock.setTimeout(close, PING_TIMEOUT_MS);
+    // With no stream open, a client that got GOAWAY neither reads nor writes any more (nghttp2
+    // considers the session finished), so it would never answer a PING: close at once. A
+    // stream it opened meanwhile is refused and retried.
+    if (this.inFlight === 0) {
+      this.#close();
+      return;
+    }
+    this.#pingTimer = this.host.settings.clock.setTimeout(() => this.#close(), PING_TIMEOUT_MS);
+    // A client that answers with its own GOAWAY has stopped opening streams: no need to wait.
+    session.once('goaway', () => this.#close());
     try {
-      if (!session.ping(close)) close();
+      if (!session.ping(() => this.#close())) this.#close();
     } catch {
-      close();
+      this.#close();
     }
   }
 
-  protected onRetiringTick(): void {}
+  /** While waiting for the PING answer, the last stream ending is as good a moment to close. */
+  protected onRetiringTick(): void {
+    if (this.inFlight === 0) this.#close();
+  }
 
   protected retiringTickInMs(): number | undefined {
-    return undefined;
+    return this.#closeSent || this.inFlight > 0 ? undefined : 0;
+  }
+
+  #close(): void {
+    if (this.#closeSent) return;
+    this.#closeSent = true;
+    this.#pingTimer?.cancel();
+    const session = this.session;
+    if (!session.closed && !session.destroyed) session.close();
   }
 
   protected destroyTransport(): void {
