@@ -32,6 +32,8 @@ export const ErrorCodes = {
   CLOSED: 'EVENLB_CLOSED',
   /** An admission webhook answered with a non-2xx status or a body that is not an AdmissionReview. */
   WEBHOOK_FAILED: 'EVENLB_WEBHOOK_FAILED',
+  /** Setting up a network namespace or its iptables rules failed (not root, `ip`/`iptables` missing, a command failed). */
+  NETFILTER_FAILED: 'EVENLB_NETFILTER_FAILED',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];
