@@ -83,7 +83,7 @@ data.phases.forEach((phase, i) => {
     data: phase.series.tMs.map((t, k) => ({ x: t / 1000, y: phase.series.ratesByPod[name][k] })),
     borderColor: palette[j % palette.length],
     backgroundColor: palette[j % palette.length],
-    borderWidth: 2, pointRadius: 0, spanGaps: false, tension: 0.2,
+    borderWidth: 2, pointRadius: 0, spanGaps: false, tension: 0,
   }));
   new Chart(canvas, {
     type: 'line',

@@ -65,6 +65,7 @@ export interface PhaseRunConfig {
 }
 
 const SAMPLE_MS = 250;
+const RATE_WINDOW_SAMPLES = 2;
 const WARMUP_MS = 500;
 const SETTLE_MS = 300;
 const IDLE_MS = 300;
@@ -325,18 +326,21 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
 
 export { Aborted as PhaseAborted };
 
-/** Per-pod rates (requests/s) between consecutive samples; null where the pod did not exist. */
+/**
+ * Per-pod rates (requests/s) over the last `RATE_WINDOW_SAMPLES` samples (500 ms), a multiple
+ * of the pods' 100 ms report period so the chart shows load, not reporting beats; null where
+ * the pod did not exist.
+ */
 function buildSeries(tMs: number[], counts: Map<string, number>[], pods: readonly PodProcess[]) {
   const times: number[] = [];
   const ratesByPod: Record<string, (number | null)[]> = {};
   for (const p of pods) ratesByPod[p.name] = [];
-  for (let i = 1; i < tMs.length; i++) {
+  for (let i = RATE_WINDOW_SAMPLES; i < tMs.length; i++) {
     const t = tMs[i] as number;
-    if (t < 0) continue;
-    const dt = (t - (tMs[i - 1] as number)) / 1000;
+    const dt = (t - (tMs[i - RATE_WINDOW_SAMPLES] as number)) / 1000;
     times.push(Math.round(t));
     const now = counts[i] as Map<string, number>;
-    const before = counts[i - 1] as Map<string, number>;
+    const before = counts[i - RATE_WINDOW_SAMPLES] as Map<string, number>;
     for (const p of pods) {
       const a = now.get(p.name);
       const b = before.get(p.name);
