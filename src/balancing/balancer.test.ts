@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../core/clock.js';
+import { type Clock, ManualClock } from '../core/clock.js';
 import { EndpointSet } from '../core/endpoint-set.js';
 import { ErrorCodes } from '../core/errors.js';
 import { SeededRandom } from '../core/random.js';
@@ -7,7 +7,8 @@ import { Balancer, resolveLoadOptions } from './balancer.js';
 import { defaultLoadOptions, LoadTracker } from './endpoint-load.js';
 import type { Picker } from './picker.js';
 import { roundRobinPolicy } from './policies/round-robin/round-robin-policy.js';
-import { endpointInputs, pickKey, pickKeys, seededBalancer } from './testing/fixtures.js';
+import { registerPolicy } from './policy.js';
+import { endpointInputs, pickKey, seededBalancer } from './testing/fixtures.js';
 
 describe('Balancer', () => {
   it('defaults to least-request and publishes "no-endpoints" before the first snapshot', () => {
@@ -54,18 +55,23 @@ describe('Balancer', () => {
     expect(b.loads.peek('10.0.0.1:8443')).toBeUndefined();
   });
 
-  it('uses the shared load tracker clock when no clock is given', () => {
-    // Regression: the policy read the system clock while the shared records used virtual time,
-    // so peak-EWMA decay ran on the wrong timeline.
+  it('gives policies the shared load tracker clock when no clock is given', () => {
+    // Regression: policies got the system clock while the shared records ran on virtual time.
     const clock = new ManualClock(1e12);
-    const loads = new LoadTracker(clock, { decayMs: 1000 });
-    const b = new Balancer({ policy: 'peak-ewma', loads, random: new SeededRandom(1) });
-    b.update(EndpointSet.from(endpointInputs(2)));
-    const [old, fresh] = b.picker.endpoints;
-    old!.load.observe(100); // at t0: 100 ms
-    clock.advance(3000);
-    fresh!.load.observe(60); // at t0 + 3 s: 60 ms; old has decayed to 100 e^-3 ≈ 5 ms
-    expect(pickKeys(b, 20)).toEqual(Array(20).fill(old!.endpoint.key));
+    const seen: Clock[] = [];
+    registerPolicy<undefined>({
+      name: 'test-clock-probe',
+      description: 'records the clock it is given',
+      kind: 'load',
+      parseOptions: () => undefined,
+      create(_options, env) {
+        seen.push(env.clock);
+        return roundRobinPolicy.create({}, env);
+      },
+    });
+    const loads = new LoadTracker(clock);
+    new Balancer({ policy: 'test-clock-probe', loads, random: new SeededRandom(1) });
+    expect(seen).toEqual([clock]);
   });
 
   it('retries an excluded endpoint on another one even for a policy that ignores exclude', () => {

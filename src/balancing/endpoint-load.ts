@@ -100,6 +100,21 @@ export class EndpointLoad {
     this.#stampMs = now;
   }
 
+  /** The estimate (ms) as of the last observation, before any decay since. */
+  get estimateMs(): number {
+    return this.#rttMs;
+  }
+
+  /** When the estimate was last set (clock ms): the last observation, or the record's creation. */
+  get estimatedAtMs(): number {
+    return this.#stampMs;
+  }
+
+  /** The EWMA time constant (ms) of this record. */
+  get decayMs(): number {
+    return this.#decayMs;
+  }
+
   /** The latency estimate in ms, decayed toward 0 by the time since the last observation. */
   latencyMs(now = this.#clock.now()): number {
     const elapsed = now - this.#stampMs;

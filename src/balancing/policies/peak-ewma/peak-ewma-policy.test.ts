@@ -5,7 +5,7 @@ import { ErrorCodes } from '../../../core/errors.js';
 import { SeededRandom } from '../../../core/random.js';
 import { Balancer, resolveLoadOptions } from '../../balancer.js';
 import { LoadTracker } from '../../endpoint-load.js';
-import { endpointInputs, pickKeys, seededBalancer } from '../../testing/fixtures.js';
+import { endpointInputs, pickKey, pickKeys, seededBalancer } from '../../testing/fixtures.js';
 import { peakEwmaPolicy } from './peak-ewma-policy.js';
 
 describe('peak-ewma', () => {
@@ -42,6 +42,25 @@ describe('peak-ewma', () => {
     expect(pickKeys(b, 1)[0]).toBe(busy!.endpoint.key);
     busy!.load.observe(30); // a fresh 30 ms answer: busy 30 × 4 = 120 > 41
     expect(pickKeys(b, 1)[0]).toBe(slow!.endpoint.key);
+  });
+
+  it('picks what EndpointLoad.cost(now) ranks lower, without reading the clock', () => {
+    // 300 random pairs: estimates observed at different times, different requests in flight.
+    const random = new SeededRandom(99);
+    for (let trial = 0; trial < 300; trial++) {
+      const { b, clock } = seededBalancer('peak-ewma', trial, { decayMs: 500 });
+      b.update(EndpointSet.from(endpointInputs(2)));
+      const [x, y] = b.picker.endpoints;
+      x!.load.observe(1 + random.int(200));
+      clock.advance(random.int(2000));
+      y!.load.observe(1 + random.int(200));
+      for (let i = random.int(4); i > 0; i--) x!.load.start();
+      for (let i = random.int(4); i > 0; i--) y!.load.start();
+      clock.advance(random.int(3000));
+      const [cx, cy] = [x!.load.cost(), y!.load.cost()];
+      if (Math.abs(cx / cy - 1) < 1e-9) continue; // a tie: either is right
+      expect(pickKey(b.picker)).toBe(cx < cy ? x!.endpoint.key : y!.endpoint.key);
+    }
   });
 
   it('applies defaultRttMs and decayMs to the balancer load tracker', () => {

@@ -7,6 +7,8 @@
  *
  * `defaultRttMs` and `decayMs` belong to the load records, not the picker: the policy declares
  * them (`BalancingPolicy.loadOptions`) and the `Balancer` builds its `LoadTracker` with them.
+ * A pick reads no clock: two candidates are compared at the later of their last observations,
+ * where their order is the same as at any later instant (see `cheaper`).
  *
  * Weights: candidates are drawn in proportion to weight and in-flight counts per unit of
  * weight — cost = latency × (in-flight × mean weight / weight + 1) — so with weights unset this
@@ -14,6 +16,7 @@
  * settles in proportion to weight.
  */
 import { opt, type Parsed, parseOptions } from '../../../core/options.js';
+import type { EndpointLoad } from '../../endpoint-load.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy } from '../../policy.js';
 import { CandidateDraw } from '../../sampling/candidate-draw.js';
@@ -30,6 +33,22 @@ const spec = {
 
 export type PeakEwmaOptions = Parsed<typeof spec>;
 
+/**
+ * True when `a` costs less than `b`. Each estimate decays by the same factor per elapsed ms, so
+ * the order of two costs is the same at every instant after both were last observed: compare
+ * them at the later of the two stamps. Exact, needs no clock read, and only the older record
+ * pays an `exp`.
+ */
+function cheaper(a: EndpointLoad, aPerWeight: number, b: EndpointLoad, bPerWeight: number): boolean {
+  let costA = a.estimateMs * (a.inFlight * aPerWeight + 1);
+  let costB = b.estimateMs * (b.inFlight * bPerWeight + 1);
+  const at = a.estimatedAtMs;
+  const bt = b.estimatedAtMs;
+  if (at < bt) costA *= Math.exp((at - bt) / a.decayMs);
+  else if (bt < at) costB *= Math.exp((bt - at) / b.decayMs);
+  return costA < costB;
+}
+
 export const peakEwmaPolicy: BalancingPolicy<PeakEwmaOptions> = {
   name: 'peak-ewma',
   description: 'P2C by peak-EWMA latency × (in flight + 1), as Linkerd (defaultRttMs, decayMs)',
@@ -42,7 +61,7 @@ export const peakEwmaPolicy: BalancingPolicy<PeakEwmaOptions> = {
     };
   },
   create(options, env) {
-    const { random, clock } = env;
+    const random = env.random;
     return {
       build(endpoints: readonly TrackedEndpoint[]): PickFn {
         const n = endpoints.length;
@@ -51,43 +70,19 @@ export const peakEwmaPolicy: BalancingPolicy<PeakEwmaOptions> = {
           const only = results[0] as Picked;
           return () => only;
         }
-        const loads = endpoints.map((t) => t.load);
+        const loads: readonly EndpointLoad[] = endpoints.map((t) => t.load);
         const d = Math.min(options.choiceCount, n);
-        if (weightsUniform(endpoints)) {
-          const draw = new CandidateDraw(n, random);
-          return () => {
-            const now = clock.now();
-            draw.begin();
-            let best = draw.next();
-            let bestCost = loads[best]!.cost(now);
-            for (let c = 1; c < d; c++) {
-              const i = draw.next();
-              const cost = loads[i]!.cost(now);
-              if (cost < bestCost) {
-                best = i;
-                bestCost = cost;
-              }
-            }
-            return results[best]!;
-          };
-        }
+        const uniform = weightsUniform(endpoints);
         const weights = endpointWeights(endpoints);
-        const perWeight = inverseRelativeWeights(weights);
-        const draw = new CandidateDraw(n, random, weights);
+        // In-flight per unit of weight, relative to the mean: all 1 when weights are equal.
+        const perWeight = uniform ? new Float64Array(n).fill(1) : inverseRelativeWeights(weights);
+        const draw = uniform ? new CandidateDraw(n, random) : new CandidateDraw(n, random, weights);
         return () => {
-          const now = clock.now();
           draw.begin();
           let best = draw.next();
-          let load = loads[best]!;
-          let bestCost = load.latencyMs(now) * (load.inFlight * perWeight[best]! + 1);
           for (let c = 1; c < d; c++) {
             const i = draw.next();
-            load = loads[i]!;
-            const cost = load.latencyMs(now) * (load.inFlight * perWeight[i]! + 1);
-            if (cost < bestCost) {
-              best = i;
-              bestCost = cost;
-            }
+            if (cheaper(loads[i]!, perWeight[i]!, loads[best]!, perWeight[best]!)) best = i;
           }
           return results[best]!;
         };
