@@ -17,10 +17,12 @@ export interface Random {
  * sequence, on every platform.
  */
 export class SeededRandom implements Random {
-  #a: number;
-  #b: number;
-  #c: number;
-  #d: number;
+  /**
+   * The four sfc32 state words as int32. A typed array, not four number fields: words above
+   * 2^31 are not small integers, and storing them in object fields boxes a heap number on
+   * every draw — pickers must not allocate.
+   */
+  readonly #s = new Int32Array(4);
   readonly seed: number;
 
   constructor(seed: number) {
@@ -34,21 +36,23 @@ export class SeededRandom implements Random {
       z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
       return (z ^ (z >>> 16)) >>> 0;
     };
-    this.#a = mix();
-    this.#b = mix();
-    this.#c = mix();
-    this.#d = mix();
+    for (let i = 0; i < 4; i++) this.#s[i] = mix();
     for (let i = 0; i < 12; i++) this.#u32();
   }
 
   #u32(): number {
-    const t = (((this.#a + this.#b) >>> 0) + this.#d) >>> 0;
-    this.#d = (this.#d + 1) >>> 0;
-    this.#a = this.#b ^ (this.#b >>> 9);
-    this.#b = (this.#c + (this.#c << 3)) >>> 0;
-    this.#c = (this.#c << 21) | (this.#c >>> 11);
-    this.#c = (this.#c + t) >>> 0;
-    return t;
+    const s = this.#s;
+    const a = s[0] as number;
+    const b = s[1] as number;
+    let c = s[2] as number;
+    const d = s[3] as number;
+    const t = (a + b + d) | 0;
+    s[3] = d + 1;
+    s[0] = b ^ (b >>> 9);
+    s[1] = c + (c << 3);
+    c = (c << 21) | (c >>> 11);
+    s[2] = c + t;
+    return t >>> 0;
   }
 
   next(): number {
@@ -56,7 +60,7 @@ export class SeededRandom implements Random {
   }
 
   int(n: number): number {
-    return Math.floor(this.next() * n);
+    return Math.floor((this.#u32() / 4294967296) * n);
   }
 
   /** A new independent generator derived from this one (for per-component streams). */
