@@ -9,5 +9,6 @@ export default defineConfig({
     // running files in parallel turns ratios into noise.
     fileParallelism: false,
     pool: 'forks',
+    reporters: ['default', './vitest.summary-reporter.ts'],
   },
 });
