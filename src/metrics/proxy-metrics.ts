@@ -130,6 +130,12 @@ export class ProxyMetrics {
       help: 'Outlier-detection ejections per endpoint.',
       labelNames: ['cluster', 'endpoint'],
       registers: [r],
+      collect(this: Counter<'cluster' | 'endpoint'>) {
+        // Every known endpoint has a series (0 until its first ejection), so rate() works.
+        for (const c of self.#clusters()) {
+          for (const e of c.balancer.endpointSet.endpoints) this.inc({ cluster: c.name, endpoint: e.key }, 0);
+        }
+      },
     });
     const perCluster = (name: string, help: string, read: (i: Imbalance) => number) =>
       new Gauge({
@@ -188,7 +194,15 @@ export class ProxyMetrics {
       labelNames: ['result'],
       registers: [r],
     });
+    for (const result of ['ok', 'error', 'invalid']) this.reloads.inc({ result }, 0);
     this.#sample();
+  }
+
+  /** Creates a listener's series at zero, so dashboards see them before the first event. */
+  initListener(listener: string): void {
+    this.#connections.inc({ listener }, 0);
+    this.#rejected.inc({ listener, reason: 'bad-request' }, 0);
+    this.#downstream.inc({ listener, code: '2xx' }, 0);
   }
 
   /** Records one upstream attempt's duration. */

@@ -182,6 +182,7 @@ export class ProxyServer {
               })
             : new L7Listener(l, { state: () => this.#state, metrics: this.metrics, logger: this.logger });
         await listener.listen();
+        this.metrics.initListener(l.name);
         startedListeners.push(listener);
         newListeners.set(l.name, listener);
       }
