@@ -73,7 +73,7 @@ export function registerDemoCommand(program: Command): void {
     )
     .option('--pods <n>', 'pods before the scale-out', integer('--pods'), 4)
     .option('--clients <n>', 'long-lived clients', integer('--clients'), 8)
-    .option('--duration <time>', 'length of each phase (12s, 800ms, 1m)', parseDurationMs, 12_000)
+    .option('--duration <time>', 'length of each phase (12s, 800ms, 1m)', parseDurationMs, 11_000)
     .option('--rate <rps>', 'requests per second per client', positiveNumber('--rate'), 200)
     .option('--seed <n>', 'seed for the clients and balancers', integer('--seed'), 1)
     .option('--output <file>', 'HTML report path', 'demo-report.html')

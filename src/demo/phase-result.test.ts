@@ -36,12 +36,12 @@ describe('phase windows', () => {
 });
 
 describe('demo options', () => {
-  it('defaults finish four phases of 12 s', () => {
+  it('defaults finish four phases of 11 s', () => {
     const o = parseDemoOptions({});
     expect(o).toMatchObject({
       pods: 4,
       clients: 8,
-      durationMs: 12_000,
+      durationMs: 11_000,
       phases: ['pinned', 'client', 'proxy', 'recycler'],
     });
   });
