@@ -133,6 +133,8 @@ export class ResourceReflector<T> {
   #sleep: { timer: TimerHandle; resolve: () => void } | undefined;
   /** A broken stream is re-opened once without waiting; cleared by any received line. */
   #immediateRetryUsed = false;
+  /** 410s in a row without an event in between: a server that expires every fresh version. */
+  #expiredStreak = 0;
 
   constructor(options: ReflectorOptions<T>) {
     this.#o = options;
@@ -162,7 +164,12 @@ export class ResourceReflector<T> {
   start(): void {
     if (this.#started || this.#closed) return;
     this.#started = true;
-    void this.#run();
+    this.#run().catch((err: unknown) => {
+      // Only a bug can get here (every request error is handled in the loop): surface it.
+      queueMicrotask(() => {
+        throw err;
+      });
+    });
   }
 
   /** Stops: aborts the open request and any pending retry. Idempotent. */
@@ -193,7 +200,8 @@ export class ResourceReflector<T> {
           }
           this.#applyList(listed.value);
           needList = false;
-          this.#backoff.reset();
+          // After a 410 the schedule resets only once the new watch delivers something.
+          if (this.#expiredStreak === 0) this.#backoff.reset();
           this.#immediateRetryUsed = false;
           this.#failure = undefined;
           this.#o.onChange();
@@ -213,7 +221,7 @@ export class ResourceReflector<T> {
         if (this.#closed) return;
         if (opened.type === 'status') {
           if (opened.statusCode === 410 || isExpiredStatus(opened.status)) {
-            this.stats.expired++;
+            await this.#expired();
             needList = true;
             continue;
           }
@@ -231,7 +239,7 @@ export class ResourceReflector<T> {
         const outcome = await this.#consume(opened.value, attempt);
         if (this.#closed) return;
         if (outcome === EXPIRED) {
-          this.stats.expired++;
+          await this.#expired();
           needList = true;
         } else if (outcome === 'silent' && clock.now() - openedAtMs < (timing.watchTimeoutSeconds * 1000) / 2) {
           // Ended cleanly but early and without a line: a server or proxy that ends watches at
@@ -280,6 +288,7 @@ export class ResourceReflector<T> {
             delivered = true;
             this.#backoff.reset();
             this.#immediateRetryUsed = false;
+            this.#expiredStreak = 0;
           }
         }
       } finally {
@@ -382,6 +391,16 @@ export class ResourceReflector<T> {
       `${this.#o.description}: cannot reach ${describeConnection(this.#o.client.connection.config)}: ${message}${code}`,
       { cause: err },
     );
+  }
+
+  /**
+   * Counts a 410. The first one re-lists at once; another right after a fresh LIST (nothing
+   * delivered in between) waits the backoff delay first, so a broken server is not hammered.
+   */
+  async #expired(): Promise<void> {
+    this.stats.expired++;
+    this.#expiredStreak++;
+    if (this.#expiredStreak > 1) await this.#pause(this.#backoff.next());
   }
 
   /** Records a failure (keeping the copy), then waits the backoff delay. */

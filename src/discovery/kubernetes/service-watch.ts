@@ -70,7 +70,17 @@ export class ServiceWatch {
     const client = new KubeApiClient(this.#connection);
     const notify = (): void => {
       if (this.#closed) return;
-      for (const listener of [...this.#listeners]) listener();
+      for (const listener of [...this.#listeners]) {
+        try {
+          listener();
+        } catch (err) {
+          // A consumer's subscriber threw: that is its bug, not a discovery failure. Rethrow
+          // outside the watch loop (like an EventEmitter listener) and keep serving the others.
+          queueMicrotask(() => {
+            throw err;
+          });
+        }
+      }
     };
     const ns = encodeURIComponent(namespace);
     this.#slices = new ResourceReflector({
