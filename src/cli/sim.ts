@@ -1,0 +1,308 @@
+/**
+ * `evenlb sim`: run a built-in scenario or a YAML scenario file through kube-proxy's modes,
+ * the apiserver's webhook clients and evenlb's balancers, and print how the load spread —
+ * a table, `--json` (schema in docs/sim.md) or a self-contained `--html` page. Flags such as
+ * `--pods` or `--max-age` patch the scenario before it is validated. Usage errors (unknown
+ * flags, bad values, an invalid scenario) exit with code 2; a progress bar goes to stderr
+ * when it is a terminal.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { parse as parseYaml, YAMLParseError } from 'yaml';
+import { systemClock } from '../core/clock.js';
+import { isEvenlbError } from '../core/errors.js';
+import {
+  applyKnobs,
+  builtinScenarios,
+  findBuiltinScenario,
+  listDataplanes,
+  parseScenario,
+  resolveDataplanes,
+  runScenario,
+  type ScenarioKnobs,
+} from '../sim/index.js';
+import { formatTable } from '../sim/report/format-table.js';
+import { renderHtml } from '../sim/report/render-html.js';
+
+/** Where the command writes; tests pass their own. */
+export interface SimCommandIo {
+  readonly stdout: { write(text: string): unknown };
+  readonly stderr: { write(text: string): unknown; readonly isTTY?: boolean };
+}
+
+const processIo: SimCommandIo = { stdout: process.stdout, stderr: process.stderr };
+
+function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
+  return (value: string): number => {
+    if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError(`expected an integer >= ${min}.`);
+    const n = Number(value);
+    if (n < min || n > max) throw new InvalidArgumentError(`expected an integer between ${min} and ${max}.`);
+    return n;
+  };
+}
+
+function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a number > 0.');
+  return n;
+}
+
+function fraction(max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n < 0 || n > max) {
+      throw new InvalidArgumentError(`expected a number between 0 and ${max}.`);
+    }
+    return n;
+  };
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `250ms`, `30s`, `2m`, `1h`, or a bare number of milliseconds. */
+export function parseDuration(value: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(value.trim());
+  if (m === null) throw new InvalidArgumentError('expected a duration like 500ms, 30s, 2m or 1h.');
+  const ms = Number(m[1]) * (UNITS[m[2] ?? 'ms'] as number);
+  if (ms <= 0) throw new InvalidArgumentError('expected a duration > 0.');
+  return ms;
+}
+
+function durationOrZero(value: string): number {
+  return /^0+(ms|s|m|h)?$/.test(value.trim()) ? 0 : parseDuration(value);
+}
+
+function intOrPercent(value: string): number | string {
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  if (/^\d+(\.\d+)?%$/.test(v)) return v;
+  throw new InvalidArgumentError('expected an integer or a percentage like 25%.');
+}
+
+function list(value: string): string[] {
+  const items = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  if (items.length === 0) throw new InvalidArgumentError('expected a comma-separated list.');
+  return items;
+}
+
+interface SimFlags {
+  scenario?: string;
+  scenarioFile?: string;
+  dataplanes?: string[];
+  pods?: number;
+  connections?: number;
+  clients?: number;
+  nodes?: number;
+  trials?: number;
+  seed: number;
+  rate?: number;
+  requests?: number;
+  duration?: number;
+  bucket?: number;
+  workers?: number;
+  serviceTime?: number;
+  readyDelay?: number;
+  maxAge?: number;
+  ageJitter?: number;
+  maxRequests?: number;
+  serverMaxAge?: number;
+  serverMaxRequests?: number;
+  maxSurge?: number | string;
+  maxUnavailable?: number | string;
+  scaleTo?: number;
+  hashKey?: 'request' | 'client';
+  balancerScope?: 'client' | 'shared';
+  json?: boolean;
+  html?: string;
+  list?: boolean;
+  progress: boolean;
+}
+
+function knobsFrom(f: SimFlags): ScenarioKnobs {
+  const k: { -readonly [K in keyof ScenarioKnobs]: ScenarioKnobs[K] } = {};
+  if (f.pods !== undefined) k.pods = f.pods;
+  if (f.connections !== undefined) k.connections = f.connections;
+  if (f.clients !== undefined) k.clients = f.clients;
+  if (f.nodes !== undefined) k.nodes = f.nodes;
+  if (f.trials !== undefined) k.trials = f.trials;
+  if (f.rate !== undefined) k.ratePerSecond = f.rate;
+  if (f.requests !== undefined) k.requestsPerClient = f.requests;
+  if (f.duration !== undefined) k.windowMs = f.duration;
+  if (f.bucket !== undefined) k.bucketMs = f.bucket;
+  if (f.workers !== undefined) k.workers = f.workers;
+  if (f.serviceTime !== undefined) k.serviceTimeMs = f.serviceTime;
+  if (f.readyDelay !== undefined) k.readyDelayMs = f.readyDelay;
+  if (f.maxAge !== undefined) k.maxConnectionAgeMs = f.maxAge;
+  if (f.ageJitter !== undefined) k.ageJitter = f.ageJitter;
+  if (f.maxRequests !== undefined) k.maxRequestsPerConnection = f.maxRequests;
+  if (f.serverMaxAge !== undefined) k.serverMaxConnectionAgeMs = f.serverMaxAge;
+  if (f.serverMaxRequests !== undefined) k.serverMaxRequestsPerConnection = f.serverMaxRequests;
+  if (f.maxSurge !== undefined) k.maxSurge = f.maxSurge;
+  if (f.maxUnavailable !== undefined) k.maxUnavailable = f.maxUnavailable;
+  if (f.scaleTo !== undefined) k.scaleTo = f.scaleTo;
+  if (f.hashKey !== undefined) k.hashKey = f.hashKey;
+  if (f.balancerScope !== undefined) k.balancerScope = f.balancerScope;
+  return k;
+}
+
+/** Expands `evenlb:*`-style patterns against the known dataplane names. */
+function expandDataplanes(names: readonly string[]): string[] {
+  const known = listDataplanes().map((d) => d.name);
+  const out: string[] = [];
+  for (const name of names) {
+    if (!name.endsWith('*')) {
+      out.push(name);
+      continue;
+    }
+    const prefix = name.slice(0, -1);
+    const matches = known.filter((k) => k.startsWith(prefix));
+    if (matches.length === 0)
+      throw new Error(`dataplane pattern ${JSON.stringify(name)} matches nothing; known: ${known.join(', ')}`);
+    out.push(...matches);
+  }
+  return [...new Set(out)];
+}
+
+function loadScenarioFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read scenario file ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  try {
+    return parseYaml(text);
+  } catch (err) {
+    if (err instanceof YAMLParseError) throw new Error(`scenario file ${file} is not valid YAML: ${err.message}`);
+    throw err;
+  }
+}
+
+function listing(): string {
+  const lines = ['Scenarios (--scenario):'];
+  const width = Math.max(...builtinScenarios.map((s) => s.name.length));
+  for (const s of builtinScenarios) lines.push(`  ${s.name.padEnd(width)}  ${s.summary}`);
+  lines.push('', 'Dataplanes (--dataplanes, comma-separated; "evenlb:*" means every evenlb policy):');
+  const dps = listDataplanes();
+  const w2 = Math.max(...dps.map((d) => d.name.length));
+  for (const d of dps) lines.push(`  ${d.name.padEnd(w2)}  ${d.description}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** A progress bar on a terminal, nothing otherwise; redrawn at most every 100 ms. */
+function progressBar(io: SimCommandIo, enabled: boolean): { update(f: number): void; done(): void } {
+  if (!enabled || io.stderr.isTTY !== true) return { update() {}, done() {} };
+  let last = Number.NEGATIVE_INFINITY;
+  let shown = false;
+  return {
+    update(f) {
+      const now = systemClock.now();
+      if (now - last < 100) return;
+      last = now;
+      shown = true;
+      const width = 30;
+      const filled = Math.round(Math.min(1, f) * width);
+      io.stderr.write(
+        `\rsimulating [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(f * 100).toFixed(0).padStart(3)}%`,
+      );
+    },
+    done() {
+      if (shown) io.stderr.write('\r\x1b[K');
+    },
+  };
+}
+
+/**
+ * Adds `evenlb sim` to `program`.
+ *
+ * @example
+ * const program = new Command('evenlb');
+ * registerSimCommand(program);
+ * await program.parseAsync(['node', 'evenlb', 'sim', '--scenario', 'steady']);
+ */
+export function registerSimCommand(program: Command, io: SimCommandIo = processIo): void {
+  const scenarioNames = builtinScenarios.map((s) => s.name);
+  program
+    .command('sim')
+    .description("simulate how a Service's load spreads: kube-proxy modes, apiserver webhook clients, evenlb policies")
+    .addOption(new Option('--scenario <name>', 'built-in scenario').choices(scenarioNames))
+    .option('--scenario-file <file>', 'scenario in YAML (format in docs/sim.md)')
+    .option(
+      '--dataplanes <list>',
+      "dataplanes to compare, comma-separated (see --list); default: the scenario's, else all",
+      list,
+    )
+    .option('--pods <K>', 'pods at the start', integer(1, 100_000))
+    .option('--connections <C>', 'long-lived connections in all', integer(1, 10_000_000))
+    .option('--clients <N>', "client processes (default: one per connection, or the scenario's)", integer(1, 1_000_000))
+    .option('--nodes <M>', 'nodes the clients run on (IPVS state is per node)', integer(1, 128))
+    .option('--trials <N>', 'independent repetitions; figures are averaged', integer(1, 1_000_000))
+    .option('--seed <S>', 'random seed; the same seed gives the same output', integer(0, 4_294_967_295), 1)
+    .option('--rate <r>', 'requests per second per client (poisson/periodic arrivals)', positiveNumber)
+    .option('--requests <N>', 'requests each client sends in all (finite workloads)', integer(1))
+    .option('--duration <d>', 'length of the measured window (e.g. 60s)', parseDuration)
+    .option('--bucket <d>', 'width of the load-over-time buckets', parseDuration)
+    .option('--workers <N>', 'requests a pod serves concurrently', integer(1, 1_000_000))
+    .option('--service-time <d>', 'mean service time per request (exponential)', parseDuration)
+    .option('--ready-delay <d>', 'pod creation to Ready', durationOrZero)
+    .option('--max-age <d>', 'client: reconnect after this connection age (LifetimePolicy, jittered)', parseDuration)
+    .option('--age-jitter <f>', 'client: jitter of --max-age, 0..0.5', fraction(0.5))
+    .option('--max-requests <N>', 'client: reconnect after N requests on a connection', integer(1))
+    .option('--server-max-age <d>', 'server recycling: close connections at this age', parseDuration)
+    .option('--server-max-requests <N>', 'server recycling: close connections after N requests', integer(1))
+    .option('--max-surge <n>', 'rolling update maxSurge (integer or percentage)', intOrPercent)
+    .option('--max-unavailable <n>', 'rolling update maxUnavailable (integer or percentage)', intOrPercent)
+    .option('--scale-to <K>', 'pods after the scale event', integer(1, 100_000))
+    .addOption(new Option('--hash-key <key>', 'hash policies key requests by').choices(['request', 'client']))
+    .addOption(
+      new Option('--balancer-scope <scope>', 'evenlb balancer per client or shared').choices(['client', 'shared']),
+    )
+    .option('--json', 'print the result as JSON (schema in docs/sim.md)')
+    .option('--html <file>', 'also write a self-contained HTML report with charts')
+    .option('--list', 'list scenarios and dataplanes')
+    .option('--no-progress', 'no progress bar on stderr')
+    .action((flags: SimFlags, command: Command) => {
+      if (flags.list) {
+        io.stdout.write(listing());
+        return;
+      }
+      const usage = (message: string): never =>
+        command.error(`error: ${message}`, { exitCode: 2, code: 'evenlb.usage' });
+      if ((flags.scenario === undefined) === (flags.scenarioFile === undefined)) {
+        usage(`choose one of --scenario <name> (${scenarioNames.join(', ')}) or --scenario-file <file>`);
+      }
+      let scenario: ReturnType<typeof parseScenario>;
+      let dataplanes: ReturnType<typeof resolveDataplanes>;
+      try {
+        const raw =
+          flags.scenario !== undefined
+            ? (findBuiltinScenario(flags.scenario)?.raw() as unknown)
+            : loadScenarioFile(flags.scenarioFile as string);
+        const source = flags.scenario !== undefined ? JSON.stringify(flags.scenario) : (flags.scenarioFile as string);
+        scenario = parseScenario(applyKnobs(raw, knobsFrom(flags)), source);
+        const names = flags.dataplanes ?? scenario.dataplanes ?? listDataplanes().map((d) => d.name);
+        dataplanes = resolveDataplanes(expandDataplanes(names));
+      } catch (err) {
+        return usage(err instanceof Error ? err.message : String(err));
+      }
+      const progress = progressBar(io, flags.progress);
+      let report: ReturnType<typeof runScenario>;
+      try {
+        report = runScenario({ scenario, dataplanes, seed: flags.seed, onProgress: (f) => progress.update(f) });
+      } catch (err) {
+        progress.done();
+        // A scenario that validates but cannot run (e.g. never settles) is still the user's input.
+        if (isEvenlbError(err)) return usage(err.message);
+        throw err;
+      }
+      progress.done();
+      io.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report));
+      if (flags.html !== undefined) {
+        writeFileSync(flags.html, renderHtml(report));
+        io.stderr.write(`wrote ${flags.html}\n`);
+      }
+    });
+}

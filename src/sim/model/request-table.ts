@@ -1,0 +1,76 @@
+/**
+ * The requests in flight in a simulation, as slots in parallel typed arrays: which client
+ * sent it, when, which pod and connection carry it, and the load record the balancer started
+ * for it. Slots are recycled through a free list, so the per-request path allocates nothing
+ * once the table has grown to the run's peak concurrency.
+ */
+import type { EndpointLoad } from '../../balancing/endpoint-load.js';
+
+/** `RequestTable.flags` bit: the request belongs to a closed-loop stream (its end starts the next). */
+export const CLOSED_LOOP = 1;
+
+export class RequestTable {
+  client = new Int32Array(256);
+  pod = new Int32Array(256);
+  /** Connection id, or -1 when the request is not on a modelled connection. */
+  conn = new Int32Array(256);
+  sentMs = new Float64Array(256);
+  /** Bit flags: `CLOSED_LOOP` = the request belongs to a closed-loop stream. */
+  flags = new Int32Array(256);
+  /** What `EndpointLoad.start()` returned (evenlb dataplanes). */
+  loadStartMs = new Float64Array(256);
+  /** The load record to `end()` (evenlb dataplanes). */
+  readonly load: (EndpointLoad | undefined)[] = [];
+  #free: number[] = [];
+  #capacity = 256;
+  #used = 0;
+  #live = 0;
+
+  /** Requests allocated and not yet released. */
+  get live(): number {
+    return this.#live;
+  }
+
+  /** A fresh slot for a request sent by `client` at `nowMs`. */
+  alloc(client: number, nowMs: number, flags: number): number {
+    let slot = this.#free.pop();
+    if (slot === undefined) {
+      if (this.#used === this.#capacity) this.#grow();
+      slot = this.#used++;
+    }
+    this.client[slot] = client;
+    this.pod[slot] = -1;
+    this.conn[slot] = -1;
+    this.sentMs[slot] = nowMs;
+    this.flags[slot] = flags;
+    this.#live++;
+    return slot;
+  }
+
+  release(slot: number): void {
+    this.load[slot] = undefined;
+    this.#free.push(slot);
+    this.#live--;
+  }
+
+  #grow(): void {
+    const cap = this.#capacity * 2;
+    const i32 = (old: Int32Array): Int32Array<ArrayBuffer> => {
+      const next = new Int32Array(cap);
+      next.set(old);
+      return next;
+    };
+    const f64 = (old: Float64Array): Float64Array<ArrayBuffer> => {
+      const next = new Float64Array(cap);
+      next.set(old);
+      return next;
+    };
+    this.client = i32(this.client);
+    this.pod = i32(this.pod);
+    this.conn = i32(this.conn);
+    this.flags = i32(this.flags);
+    this.sentMs = f64(this.sentMs);
+    this.loadStartMs = f64(this.loadStartMs);
+    this.#capacity = cap;
+  }
+}

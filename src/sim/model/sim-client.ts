@@ -1,0 +1,33 @@
+/**
+ * A simulated client process: a source of requests (open or closed loop) on a node, with an
+ * address (IPVS `sh` hashes it) and its share of the scenario's long-lived connections.
+ * Dataplane state that belongs to a client (its connections, idle pool, balancer) is kept by
+ * the router, indexed by the client's `index`.
+ */
+import { hashKey } from '../../balancing/picker.js';
+import { ipv4Text } from './sim-pod.js';
+
+export class SimClient {
+  readonly index: number;
+  readonly node: number;
+  readonly addressU32: number;
+  readonly address: string;
+  /** `hashKey(address)`: the affinity key hash policies see with `hashKey: client`. */
+  readonly addressHash: number;
+  /** Long-lived connections this client keeps open (connection-level dataplanes). */
+  readonly connectionTarget: number;
+  /** Requests still to send (Infinity: unbounded). */
+  remaining: number;
+  /** Generation of the open-loop arrival stream (bumped to stop it). */
+  arrivalGeneration = 0;
+
+  constructor(index: number, node: number, addressU32: number, connectionTarget: number, remaining: number) {
+    this.index = index;
+    this.node = node;
+    this.addressU32 = addressU32;
+    this.address = ipv4Text(addressU32);
+    this.addressHash = hashKey(this.address);
+    this.connectionTarget = connectionTarget;
+    this.remaining = remaining;
+  }
+}

@@ -1,0 +1,620 @@
+/**
+ * One run of one scenario through one dataplane, on virtual time. The simulation owns the
+ * pods (their lifecycle, workers and queues), the clients (open- or closed-loop request
+ * sources), the scenario's timeline (scale-outs, rolling updates driven like the Deployment
+ * controller, bursts) and the measurement window; the dataplane's router decides where each
+ * request goes. Everything random comes from per-purpose streams forked from one seed, in a
+ * fixed order, so a seed reproduces a run exactly — and two dataplanes run with the same
+ * seed see the same arrivals and service times (common random numbers).
+ */
+import type { Endpoint } from '../../core/endpoint.js';
+import { EndpointSet } from '../../core/endpoint-set.js';
+import { SeededRandom } from '../../core/random.js';
+import { LifetimePolicy } from '../../pool/lifetime-policy.js';
+import type { DataplaneModel, RequestRouter } from '../dataplane/dataplane.js';
+import { Scheduler } from '../engine/scheduler.js';
+import { VirtualClock } from '../engine/virtual-clock.js';
+import { LatencyHistogram } from '../metrics/latency-histogram.js';
+import { resolveIntOrPercent, type Scenario, type ScenarioEvent, scenarioError } from '../scenario/scenario-spec.js';
+import { createSampler, type Sampler } from '../workload/distribution.js';
+import { ConnectionManager } from './connection-manager.js';
+import { CLOSED_LOOP, RequestTable } from './request-table.js';
+import { SimClient } from './sim-client.js';
+import { SimPod } from './sim-pod.js';
+import type { SimulationContext, SimulationStreams } from './simulation-context.js';
+
+export interface SimulationInit {
+  readonly scenario: Scenario;
+  readonly dataplane: DataplaneModel;
+  readonly seed: number;
+  /** Called every few thousand events with the virtual time (for progress bars). */
+  readonly onTick?: (nowMs: number) => void;
+}
+
+/** What a finished run measured. */
+export interface SimulationOutcome {
+  /** Every pod that existed, in creation order. */
+  readonly pods: readonly SimPod[];
+  readonly windowStartMs: number;
+  readonly windowEndMs: number;
+  /** When the last scale-out or rolling update finished (0 without any). */
+  readonly settledAtMs: number;
+  /** When the first scale-out or rolling update started, if any. */
+  readonly changeAtMs: number | undefined;
+  readonly bucketMs: number;
+  /** Latency of requests sent inside the window (send to response). */
+  readonly latency: LatencyHistogram;
+  readonly requestsSent: number;
+  readonly requestsFailed: number;
+  /** Requests delivered inside the window. */
+  readonly windowRequests: number;
+  /** Of those, requests delivered to a pod already removed from the endpoints (terminating). */
+  readonly windowRequestsToRemovedPods: number;
+  readonly connectionsOpened: number;
+  readonly events: number;
+}
+
+/** Base addresses: pods from 10.64.0.0, clients in 10.128.0.0/9 (one /16 per node). */
+const POD_BASE = (10 << 24) | (64 << 16);
+const CLIENT_BASE = (10 << 24) | (128 << 16);
+
+interface Change {
+  readonly waitingReady: Set<SimPod>;
+  readonly waitingGone: Set<SimPod>;
+}
+
+interface Rollout {
+  readonly revision: number;
+  readonly surge: number;
+  readonly unavailable: number;
+  readonly newPods: SimPod[];
+  readonly oldLeaving: Set<SimPod>;
+}
+
+export class Simulation implements SimulationContext {
+  readonly scenario: Scenario;
+  readonly scheduler = new Scheduler();
+  readonly clock: VirtualClock;
+  readonly requests = new RequestTable();
+  readonly pods: SimPod[] = [];
+  readonly clients: SimClient[] = [];
+  readonly connections: ConnectionManager;
+  readonly streams: SimulationStreams;
+  eligiblePods: readonly SimPod[] = [];
+  endpointsVersion = 0;
+
+  readonly #router: RequestRouter;
+  readonly #onTick: ((nowMs: number) => void) | undefined;
+  readonly #arrivalRandom: SeededRandom;
+  readonly #serviceRandom: SeededRandom;
+  readonly #burstRandom: SeededRandom;
+  readonly #service: Sampler;
+  readonly #think: Sampler | undefined;
+  readonly #bucketMs: number;
+  readonly #latency = new LatencyHistogram();
+  readonly #podOf = new Map<Endpoint, SimPod>();
+  readonly #ordinals = new Map<number, number>();
+  readonly #ordinalWidth: number;
+  readonly #kArrival: number;
+  readonly #kSingle: number;
+  readonly #kComplete: number;
+  readonly #kPodReady: number;
+  readonly #kPodGone: number;
+  readonly #kTimeline: number;
+  readonly #kBurst: number;
+  readonly #kEnd: number;
+  #endpointSet: EndpointSet | undefined;
+  #revision = 1;
+  #desiredReplicas: number;
+  #windowStartMs = Number.POSITIVE_INFINITY;
+  #windowEndMs = Number.POSITIVE_INFINITY;
+  #settledAtMs: number | undefined;
+  #changeAtMs: number | undefined;
+  #changesScheduled = 0;
+  readonly #changes = new Set<Change>();
+  #rollout: Rollout | undefined;
+  #sent = 0;
+  #failed = 0;
+  #windowRequests = 0;
+  #windowToRemoved = 0;
+  #clientsWithRemaining = 0;
+  #pendingSingles = 0;
+  #pendingBursts = 0;
+  #ended = false;
+
+  constructor(init: SimulationInit) {
+    const s = init.scenario;
+    this.scenario = s;
+    this.#onTick = init.onTick;
+    this.#bucketMs = s.bucketMs;
+    this.#desiredReplicas = s.pods.count;
+    this.clock = new VirtualClock(this.scheduler);
+    // Streams are forked in a fixed order; add new ones at the end to keep old seeds stable.
+    const root = new SeededRandom(init.seed);
+    this.#arrivalRandom = root.fork();
+    this.#serviceRandom = root.fork();
+    const dataplane = root.fork();
+    const clientLifetime = root.fork();
+    const serverLifetime = root.fork();
+    const sessions = root.fork();
+    const balancers = root.fork();
+    const requestKeys = root.fork();
+    this.#burstRandom = root.fork();
+    const addresses = root.fork();
+    this.streams = { dataplane, balancers, requestKeys };
+    this.#service = createSampler(s.pods.serviceTime);
+    this.#think = s.clients.arrival.type === 'closed-loop' ? createSampler(s.clients.arrival.thinkTime) : undefined;
+    this.connections = new ConnectionManager({
+      scheduler: this.scheduler,
+      clientPolicy: new LifetimePolicy(s.clients.lifetime, clientLifetime, 'scenario clients.lifetime'),
+      serverPolicy: new LifetimePolicy(s.server.lifetime, serverLifetime, 'scenario server.lifetime'),
+      sessions: s.clients.connectionLifetime === undefined ? undefined : createSampler(s.clients.connectionLifetime),
+      random: sessions,
+    });
+    let maxPods = s.pods.count;
+    for (const e of s.events ?? []) if (e.type === 'scale') maxPods = Math.max(maxPods, e.pods);
+    this.#ordinalWidth = Math.max(2, String(maxPods).length);
+
+    const sc = this.scheduler;
+    this.#kArrival = sc.register((client, generation) => this.#arrival(client, generation));
+    this.#kSingle = sc.register((client, flags) => this.#single(client, flags));
+    this.#kComplete = sc.register((slot) => this.#complete(slot));
+    this.#kPodReady = sc.register((pod) => this.#podReady(this.pods[pod] as SimPod));
+    this.#kPodGone = sc.register((pod) => this.#podGone(this.pods[pod] as SimPod));
+    this.#kTimeline = sc.register((index) => this.#timeline(index));
+    this.#kBurst = sc.register((index, repetition) => this.#burst(index, repetition));
+    this.#kEnd = sc.register(() => this.#end());
+
+    this.#createClients(addresses);
+    this.#router = init.dataplane.createRouter(this);
+  }
+
+  // --- SimulationContext -------------------------------------------------------------------
+
+  endpointSet(): EndpointSet {
+    if (this.#endpointSet === undefined) {
+      const list: Endpoint[] = [];
+      for (const pod of this.pods) {
+        const e = pod.endpoint;
+        if (e !== undefined) list.push(e);
+      }
+      this.#endpointSet = new EndpointSet(list);
+    }
+    return this.#endpointSet;
+  }
+
+  podOf(endpoint: Endpoint): SimPod | undefined {
+    return this.#podOf.get(endpoint);
+  }
+
+  deliver(slot: number, pod: SimPod): void {
+    const now = this.scheduler.now;
+    this.requests.pod[slot] = pod.index;
+    const inWindow = now >= this.#windowStartMs && now < this.#windowEndMs;
+    pod.countArrival(Math.floor(now / this.#bucketMs), inWindow);
+    if (inWindow) {
+      this.#windowRequests++;
+      if (pod.state !== 'ready') this.#windowToRemoved++;
+    }
+    if (pod.busy < pod.workers) this.#serve(pod, slot);
+    else pod.enqueue(slot);
+  }
+
+  fail(slot: number): void {
+    this.#failed++;
+    const closedLoop = (this.requests.flags[slot] as number) & CLOSED_LOOP;
+    const client = this.requests.client[slot] as number;
+    this.requests.release(slot);
+    // A closed-loop client retries after its think time (at least 100 ms: no endpoint now).
+    if (closedLoop !== 0) this.#nextClosedLoop(client, 100);
+    this.#checkFinished();
+  }
+
+  // --- running -----------------------------------------------------------------------------
+
+  /** Runs the scenario to the end of its measurement window; returns what it measured. */
+  run(): SimulationOutcome {
+    const s = this.scenario;
+    for (let i = 0; i < s.pods.count; i++) {
+      const pod = this.#createPod(true);
+      pod.state = 'ready';
+      pod.readyAtMs = 0;
+    }
+    this.#recomputeEligible();
+    this.#router.start();
+    this.#startArrivals();
+    const events = s.events ?? [];
+    events.forEach((e, i) => {
+      if (e.type !== 'burst') {
+        this.#changesScheduled++;
+        if (this.#changeAtMs === undefined || e.atMs < this.#changeAtMs) this.#changeAtMs = e.atMs;
+      }
+      this.scheduler.at(e.atMs, this.#kTimeline, i);
+    });
+    const from = s.measure.from;
+    if (typeof from === 'number') this.#openWindow(from);
+    else if (from === 'start' || this.#changesScheduled === 0) this.#openWindow(0);
+    if (this.#changesScheduled === 0) this.#settledAtMs = 0;
+
+    const cap = this.#timeCap();
+    const tick = this.#onTick === undefined ? undefined : () => this.#onTick?.(this.scheduler.now);
+    this.scheduler.runUntil(cap, tick);
+    if (!this.#ended) {
+      if (this.scheduler.pending === 0 && s.measure.windowMs === undefined) this.#windowEndMs = this.scheduler.now;
+      else throw scenarioError(JSON.stringify(s.name), `did not finish within ${cap} ms of simulated time`);
+    }
+    return {
+      pods: this.pods,
+      windowStartMs: this.#windowStartMs,
+      windowEndMs: this.#windowEndMs,
+      settledAtMs: this.#settledAtMs ?? this.#windowStartMs,
+      changeAtMs: this.#changeAtMs,
+      bucketMs: this.#bucketMs,
+      latency: this.#latency,
+      requestsSent: this.#sent,
+      requestsFailed: this.#failed,
+      windowRequests: this.#windowRequests,
+      windowRequestsToRemovedPods: this.#windowToRemoved,
+      connectionsOpened: this.connections.opened,
+      events: this.scheduler.processed,
+    };
+  }
+
+  /** A generous bound on simulated time: a run past it is a scenario that cannot settle. */
+  #timeCap(): number {
+    const s = this.scenario;
+    const events = s.events ?? [];
+    const lastAt = events.reduce((m, e) => Math.max(m, e.atMs), 0);
+    let maxPods = s.pods.count;
+    for (const e of events) if (e.type === 'scale') maxPods = Math.max(maxPods, e.pods);
+    const perStep = s.pods.readyDelayMs + s.server.terminationDrainMs + 1000;
+    const changes = events.filter((e) => e.type !== 'burst').length;
+    const settle = lastAt + (changes * (2 * maxPods + 4) + 4) * perStep;
+    const from = typeof s.measure.from === 'number' ? s.measure.from : settle;
+    if (s.measure.windowMs !== undefined) return Math.max(from, settle) + s.measure.windowMs + 1;
+    return Number.POSITIVE_INFINITY;
+  }
+
+  #openWindow(startMs: number): void {
+    this.#windowStartMs = startMs;
+    const w = this.scenario.measure.windowMs;
+    if (w !== undefined) {
+      this.#windowEndMs = startMs + w;
+      this.scheduler.at(this.#windowEndMs, this.#kEnd);
+    }
+  }
+
+  #end(): void {
+    this.#ended = true;
+    this.scheduler.stop();
+  }
+
+  #checkFinished(): void {
+    if (this.scenario.measure.windowMs !== undefined || this.#ended) return;
+    if (this.#clientsWithRemaining === 0 && this.#pendingSingles === 0 && this.#pendingBursts === 0) {
+      if (this.requests.live === 0 && this.#changes.size === 0 && this.#changesScheduled === 0) {
+        this.#windowEndMs = this.scheduler.now + 1e-9;
+        this.#end();
+      }
+    }
+  }
+
+  // --- clients and arrivals ----------------------------------------------------------------
+
+  /**
+   * Clients go round-robin onto nodes; each gets a random, distinct address in its node's
+   * /16 (pod IPs are arbitrary, and IPVS `sh` hashes them).
+   */
+  #createClients(random: SeededRandom): void {
+    const c = this.scenario.clients;
+    const count = c.count ?? c.connections;
+    const remaining = c.arrival.count ?? Number.POSITIVE_INFINITY;
+    const taken = new Set<number>();
+    for (let i = 0; i < count; i++) {
+      const node = i % c.nodes;
+      let host = 2 + random.int(65_532);
+      while (taken.has(node * 65536 + host)) host = host === 65_533 ? 2 : host + 1;
+      taken.add(node * 65536 + host);
+      const address = (CLIENT_BASE + ((node * 65536) % (1 << 23)) + host) >>> 0;
+      // Connections spread as evenly as possible: the first (C mod N) clients hold one more.
+      const conns = Math.floor(c.connections / count) + (i < c.connections % count ? 1 : 0);
+      this.clients.push(new SimClient(i, node, address, conns, remaining));
+    }
+    if (c.arrival.count !== undefined) this.#clientsWithRemaining = count;
+  }
+
+  #startArrivals(): void {
+    const a = this.scenario.clients.arrival;
+    const r = this.#arrivalRandom;
+    for (const client of this.clients) {
+      if (a.type === 'poisson') {
+        this.scheduler.after((-1000 / a.ratePerSecond) * Math.log(1 - r.next()), this.#kArrival, client.index, 0);
+      } else if (a.type === 'periodic') {
+        this.scheduler.after((1000 / a.ratePerSecond) * r.next(), this.#kArrival, client.index, 0);
+      } else {
+        for (let i = 0; i < a.concurrency; i++) this.#nextClosedLoop(client.index, 0);
+      }
+    }
+  }
+
+  #arrival(clientIndex: number, generation: number): void {
+    const client = this.clients[clientIndex] as SimClient;
+    if (generation !== client.arrivalGeneration || client.remaining <= 0) return;
+    this.#send(client, 0);
+    const a = this.scenario.clients.arrival;
+    if (client.remaining <= 0) {
+      this.#clientsWithRemaining--;
+      this.#checkFinished();
+      return;
+    }
+    if (a.type === 'poisson') {
+      const gap = (-1000 / a.ratePerSecond) * Math.log(1 - this.#arrivalRandom.next());
+      this.scheduler.after(gap, this.#kArrival, clientIndex, generation);
+    } else if (a.type === 'periodic') {
+      this.scheduler.after(1000 / a.ratePerSecond, this.#kArrival, clientIndex, generation);
+    }
+  }
+
+  /** Schedules the next request of a closed-loop stream after a think time (at least `minMs`). */
+  #nextClosedLoop(clientIndex: number, minMs: number): void {
+    const client = this.clients[clientIndex] as SimClient;
+    if (client.remaining <= 0 || this.#think === undefined) return;
+    // Reserve the request now so concurrent streams never overshoot the count.
+    client.remaining--;
+    if (client.remaining <= 0 && this.scenario.clients.arrival.count !== undefined) this.#clientsWithRemaining--;
+    this.#pendingSingles++;
+    this.scheduler.after(
+      Math.max(minMs, this.#think.sample(this.#arrivalRandom)),
+      this.#kSingle,
+      clientIndex,
+      CLOSED_LOOP,
+    );
+  }
+
+  #single(clientIndex: number, flags: number): void {
+    this.#pendingSingles--;
+    const client = this.clients[clientIndex] as SimClient;
+    this.#sendSlot(client, flags);
+  }
+
+  /** An open-loop request: counts against the client's remaining requests. */
+  #send(client: SimClient, flags: number): void {
+    client.remaining--;
+    this.#sendSlot(client, flags);
+  }
+
+  #sendSlot(client: SimClient, flags: number): void {
+    this.#sent++;
+    const slot = this.requests.alloc(client.index, this.scheduler.now, flags);
+    this.#router.send(client, slot);
+  }
+
+  #burst(index: number, repetition: number): void {
+    this.#pendingBursts--;
+    const e = (this.scenario.events ?? [])[index] as Extract<ScenarioEvent, { type: 'burst' }>;
+    const r = this.#burstRandom;
+    for (const client of this.clients) {
+      for (let i = 0; i < e.requestsPerClient; i++) {
+        this.#pendingSingles++;
+        this.scheduler.after(e.spreadMs * r.next(), this.#kSingle, client.index, 0);
+      }
+    }
+    const more = e.everyMs !== undefined && (e.repeat === undefined || repetition + 1 < e.repeat);
+    if (more && this.scheduler.now + (e.everyMs as number) < this.#windowEndMs) {
+      this.#pendingBursts++;
+      this.scheduler.after(e.everyMs as number, this.#kBurst, index, repetition + 1);
+    }
+  }
+
+  // --- pods --------------------------------------------------------------------------------
+
+  #serve(pod: SimPod, slot: number): void {
+    pod.busy++;
+    this.scheduler.after(this.#service.sample(this.#serviceRandom) / pod.speed, this.#kComplete, slot);
+  }
+
+  #complete(slot: number): void {
+    const req = this.requests;
+    const pod = this.pods[req.pod[slot] as number] as SimPod;
+    pod.busy--;
+    const sent = req.sentMs[slot] as number;
+    if (sent >= this.#windowStartMs && sent < this.#windowEndMs) {
+      const ms = this.scheduler.now - sent;
+      this.#latency.record(ms);
+      pod.latency.record(ms);
+    }
+    this.#router.done(slot);
+    const closedLoop = (req.flags[slot] as number) & CLOSED_LOOP;
+    const client = req.client[slot] as number;
+    req.release(slot);
+    if (closedLoop !== 0) this.#nextClosedLoop(client, 0);
+    const next = pod.dequeue();
+    if (next >= 0) this.#serve(pod, next);
+    else if (req.live === 0) this.#checkFinished();
+  }
+
+  #createPod(initial: boolean): SimPod {
+    const s = this.scenario.pods;
+    const index = this.pods.length;
+    const ordinal = (this.#ordinals.get(this.#revision) ?? 0) + 1;
+    this.#ordinals.set(this.#revision, ordinal);
+    const speeds = s.speeds ?? [];
+    const pod = new SimPod({
+      index,
+      name: `v${this.#revision}-${String(ordinal).padStart(this.#ordinalWidth, '0')}`,
+      addressU32: (POD_BASE + index + 10) >>> 0,
+      port: s.port,
+      revision: this.#revision,
+      speed: speeds.length === 0 ? 1 : (speeds[index % speeds.length] as number),
+      workers: s.workers,
+      createdAtMs: this.scheduler.now,
+      initial,
+    });
+    this.pods.push(pod);
+    for (const e of pod.endpointVariants) this.#podOf.set(e, pod);
+    if (!initial) {
+      this.#endpointSet = undefined;
+      this.scheduler.after(s.readyDelayMs, this.#kPodReady, index);
+    }
+    return pod;
+  }
+
+  #podReady(pod: SimPod): void {
+    if (pod.state !== 'starting') return;
+    pod.state = 'ready';
+    pod.readyAtMs = this.scheduler.now;
+    this.#recomputeEligible();
+    for (const change of this.#changes) {
+      change.waitingReady.delete(pod);
+      this.#maybeFinish(change);
+    }
+    if (this.#rollout !== undefined) this.#rolloutStep();
+  }
+
+  /** Removes `pod` from the endpoints; it closes its connections after the drain time. */
+  #terminate(pod: SimPod): void {
+    if (pod.state === 'terminating' || pod.state === 'gone') return;
+    pod.state = 'terminating';
+    pod.removedAtMs = this.scheduler.now;
+    this.#recomputeEligible();
+    this.scheduler.after(this.scenario.server.terminationDrainMs, this.#kPodGone, pod.index);
+  }
+
+  #podGone(pod: SimPod): void {
+    pod.state = 'gone';
+    this.#recomputeEligible();
+    this.#router.podGone(pod);
+    for (const change of this.#changes) {
+      change.waitingGone.delete(pod);
+      this.#maybeFinish(change);
+    }
+    if (this.#rollout !== undefined) {
+      this.#rollout.oldLeaving.delete(pod);
+      this.#rolloutStep();
+    }
+  }
+
+  #recomputeEligible(): void {
+    const ready = this.pods.filter((p) => p.state === 'ready');
+    const eligible = ready.length > 0 ? ready : this.pods.filter((p) => p.state === 'terminating');
+    eligible.sort((a, b) => a.addressU32 - b.addressU32);
+    this.eligiblePods = eligible;
+    this.endpointsVersion++;
+    this.#endpointSet = undefined;
+    this.#router.endpointsChanged();
+  }
+
+  // --- timeline: scale-outs, rolling updates, bursts -------------------------------------------
+
+  #timeline(index: number): void {
+    const e = (this.scenario.events ?? [])[index] as ScenarioEvent;
+    if (e.type === 'burst') {
+      this.#pendingBursts++;
+      this.#burst(index, 0);
+      return;
+    }
+    this.#changesScheduled--;
+    if (e.type === 'scale') this.#scale(e.pods);
+    else this.#startRollout(e.maxSurge, e.maxUnavailable);
+  }
+
+  /** Pods that count as replicas of the Deployment now (not terminating, not gone). */
+  #live(): SimPod[] {
+    return this.pods.filter((p) => p.state === 'starting' || p.state === 'ready');
+  }
+
+  #scale(replicas: number): void {
+    this.#desiredReplicas = replicas;
+    const change: Change = { waitingReady: new Set(), waitingGone: new Set() };
+    const live = this.#live();
+    for (let i = live.length; i < replicas; i++) change.waitingReady.add(this.#createPod(false));
+    if (live.length > replicas) {
+      // The ReplicaSet controller deletes unready pods first, then the newest.
+      const victims = [...live].sort((a, b) => {
+        const ra = a.state === 'ready' ? 1 : 0;
+        const rb = b.state === 'ready' ? 1 : 0;
+        return ra - rb || b.createdAtMs - a.createdAtMs || b.index - a.index;
+      });
+      for (const pod of victims.slice(0, live.length - replicas)) {
+        change.waitingReady.delete(pod);
+        change.waitingGone.add(pod);
+        this.#terminate(pod);
+      }
+    }
+    this.#changes.add(change);
+    this.#maybeFinish(change);
+  }
+
+  #maybeFinish(change: Change): void {
+    if (change.waitingReady.size > 0 || change.waitingGone.size > 0 || !this.#changes.has(change)) return;
+    this.#changes.delete(change);
+    this.#maybeSettle();
+  }
+
+  #maybeSettle(): void {
+    if (this.#changes.size > 0 || this.#changesScheduled > 0 || this.#rollout !== undefined) return;
+    this.#settledAtMs = this.scheduler.now;
+    if (this.scenario.measure.from === 'settled' && !Number.isFinite(this.#windowStartMs)) {
+      this.#openWindow(this.scheduler.now);
+    }
+  }
+
+  #startRollout(maxSurge: number | string, maxUnavailable: number | string): void {
+    const replicas = this.#desiredReplicas;
+    this.#revision++;
+    let surge = resolveIntOrPercent(maxSurge, replicas, true);
+    const unavailable = resolveIntOrPercent(maxUnavailable, replicas, false);
+    // As the Deployment controller: if both resolve to 0, maxUnavailable becomes 1.
+    const effectiveUnavailable = surge === 0 && unavailable === 0 ? 1 : unavailable;
+    if (surge < 0) surge = 0;
+    this.#rollout = {
+      revision: this.#revision,
+      surge,
+      unavailable: effectiveUnavailable,
+      newPods: [],
+      oldLeaving: new Set(),
+    };
+    this.#rolloutStep();
+  }
+
+  /**
+   * One reconciliation of the Deployment controller: scale the new ReplicaSet up within
+   * replicas + maxSurge, scale the old one down while at least replicas − maxUnavailable
+   * pods stay available, repeat until nothing changes. Old pods leave oldest first.
+   */
+  #rolloutStep(): void {
+    const r = this.#rollout;
+    if (r === undefined) return;
+    const replicas = this.#desiredReplicas;
+    for (let changed = true; changed; ) {
+      changed = false;
+      const live = this.#live();
+      const old = live.filter((p) => p.revision !== r.revision);
+      const fresh = live.filter((p) => p.revision === r.revision);
+      if (old.length + fresh.length < replicas + r.surge && fresh.length < replicas) {
+        r.newPods.push(this.#createPod(false));
+        changed = true;
+        continue;
+      }
+      const available = live.filter((p) => p.state === 'ready').length;
+      const victim = old.find((p) => p.state !== 'ready') ?? old[0];
+      if (victim !== undefined) {
+        const after = available - (victim.state === 'ready' ? 1 : 0);
+        if (after >= replicas - r.unavailable) {
+          r.oldLeaving.add(victim);
+          this.#terminate(victim);
+          changed = true;
+        }
+      }
+    }
+    const live = this.#live();
+    const done =
+      live.every((p) => p.revision === r.revision && p.state === 'ready') &&
+      live.length >= replicas &&
+      r.oldLeaving.size === 0;
+    if (done) {
+      this.#rollout = undefined;
+      this.#maybeSettle();
+    }
+  }
+}

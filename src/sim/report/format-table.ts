@@ -1,0 +1,100 @@
+/**
+ * The terminal table of `evenlb sim`: one row per dataplane with max/mean, coefficient of
+ * variation, Jain's index, how long new pods took to reach 90% of their fair share, p99
+ * latency, and each measured pod's load as a multiple of the mean (or min / median / max when
+ * there are too many pods for a column each). Plain text, deterministic — no wall-clock
+ * figures — so the same seed prints the same table.
+ */
+import type { SimDataplaneResult, SimReport } from './sim-report.js';
+
+/** Pods shown one column each up to this many; beyond, min / median / max. */
+const MAX_POD_COLUMNS = 12;
+
+function seconds(ms: number): string {
+  return ms >= 100_000 ? `${(ms / 1000).toFixed(0)} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+function fixed(v: number, digits: number): string {
+  return v.toFixed(digits);
+}
+
+function fairShare(r: SimDataplaneResult): string {
+  if (r.newPods === 0) return '-';
+  return r.newPodsFairShareMs === null ? 'never' : seconds(r.newPodsFairShareMs);
+}
+
+function median(sorted: readonly number[]): number {
+  const n = sorted.length;
+  if (n === 0) return 0;
+  const mid = Math.floor(n / 2);
+  return n % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/**
+ * Renders the report as an aligned text table (with a trailing newline).
+ *
+ * @example
+ * process.stdout.write(formatTable(runScenario({ scenario, dataplanes, seed: 1 })));
+ */
+export function formatTable(report: SimReport): string {
+  const lines: string[] = [];
+  const trials = report.trials === 1 ? '1 trial' : `${report.trials} trials (figures are means over trials)`;
+  lines.push(`evenlb sim: ${report.scenario} (seed ${report.seed}, ${trials})`);
+  if (report.description !== '') lines.push(report.description);
+  const w = report.window;
+  let window = `measured ${seconds(w.fromMs)} to ${seconds(w.toMs)} of simulated time`;
+  if (report.changeAtMs !== null)
+    window += `; change at ${seconds(report.changeAtMs)}, settled at ${seconds(report.settledAtMs)}`;
+  lines.push(window, '');
+
+  const first = report.results[0];
+  const podNames = first === undefined ? [] : first.pods.filter((p) => p.measured).map((p) => p.name);
+  const perPod = podNames.length <= MAX_POD_COLUMNS;
+  const multiTrial = report.trials > 1;
+  const header = ['dataplane', 'max/mean', ...(multiTrial ? ['sd'] : []), 'CoV', 'Jain', 'new pods 90%', 'p99 ms'];
+  const podHeader = perPod ? podNames : ['min', 'median', 'max'];
+  const rows: string[][] = [];
+  let hashFootnote = false;
+  for (const r of report.results) {
+    const hash = r.policyKind === 'hash';
+    hashFootnote ||= hash;
+    const overMeans = r.pods.filter((p) => p.measured).map((p) => p.overMean);
+    const sorted = [...overMeans].sort((a, b) => a - b);
+    const podCells = perPod
+      ? overMeans.map((v) => fixed(v, 2))
+      : [fixed(sorted[0] ?? 0, 2), fixed(median(sorted), 2), fixed(sorted[sorted.length - 1] ?? 0, 2)];
+    rows.push([
+      `${r.dataplane}${hash ? ' *' : ''}`,
+      fixed(r.maxOverMean, 2),
+      ...(multiTrial ? [fixed(r.maxOverMeanTrials?.stdev ?? 0, 2)] : []),
+      fixed(r.cov, 2),
+      fixed(r.jain, 2),
+      fairShare(r),
+      r.latencyMs === null ? '-' : fixed(r.latencyMs.p99, 1),
+      ...podCells,
+    ]);
+  }
+  const all = [[...header, ...podHeader], ...rows];
+  const widths = all[0]?.map((_, c) => Math.max(...all.map((row) => (row[c] ?? '').length))) ?? [];
+  const render = (row: readonly string[]) =>
+    row
+      .map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  lines.push(
+    `${' '.repeat(header.map((_, c) => (widths[c] ?? 0) + 2).reduce((a, b) => a + b, 0))}${perPod ? 'load per pod (× mean)' : 'load per pod (× mean) over ' + podNames.length + ' pods'}`,
+  );
+  lines.push(render(all[0] as string[]));
+  for (const row of rows) lines.push(render(row));
+  lines.push('');
+  lines.push(
+    'max/mean: busiest pod over the mean (1 = even); CoV: coefficient of variation; Jain: fairness index (1 = even);',
+  );
+  lines.push('new pods 90%: time from the first new pod being ready until new pods took 90% of their fair share.');
+  if (hashFootnote) {
+    lines.push(
+      '* hash policy: maps request keys to pods (affinity); its spread follows the keys and the hash table, not the load.',
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,145 @@
+/**
+ * JSON Schema (draft 2020-12 subset understood by Ajv) of `evenlb sim --json` output. Tests
+ * validate real output against it; docs/sim.md reproduces it.
+ */
+
+const num = { type: 'number' } as const;
+const nullableNum = { type: ['number', 'null'] } as const;
+const int = { type: 'integer', minimum: 0 } as const;
+
+const spread = {
+  type: ['object', 'null'],
+  required: ['mean', 'stdev', 'min', 'max'],
+  properties: { mean: num, stdev: num, min: num, max: num },
+} as const;
+
+const pod = {
+  type: 'object',
+  required: [
+    'name',
+    'address',
+    'revision',
+    'measured',
+    'share',
+    'overMean',
+    'requests',
+    'createdAtMs',
+    'readyAtMs',
+    'removedAtMs',
+    'openConnections',
+    'latencyMs',
+  ],
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string' },
+    address: { type: 'string' },
+    revision: int,
+    measured: { type: 'boolean' },
+    share: { type: 'number', minimum: 0, maximum: 1 },
+    overMean: { type: 'number', minimum: 0 },
+    requests: int,
+    createdAtMs: num,
+    readyAtMs: nullableNum,
+    removedAtMs: nullableNum,
+    openConnections: { type: ['integer', 'null'] },
+    latencyMs: {
+      type: ['object', 'null'],
+      required: ['mean', 'p99'],
+      properties: { mean: num, p99: num },
+    },
+  },
+} as const;
+
+const result = {
+  type: 'object',
+  required: [
+    'dataplane',
+    'description',
+    'granularity',
+    'policyKind',
+    'maxOverMean',
+    'cov',
+    'jain',
+    'maxOverMeanTrials',
+    'newPods',
+    'newPodsFairShareMs',
+    'latencyMs',
+    'requests',
+    'connectionsOpened',
+    'events',
+    'pods',
+    'series',
+  ],
+  additionalProperties: false,
+  properties: {
+    dataplane: { type: 'string' },
+    description: { type: 'string' },
+    granularity: { enum: ['connection', 'pool', 'request'] },
+    policyKind: { enum: ['load', 'hash', null] },
+    maxOverMean: { type: 'number', minimum: 1 },
+    cov: { type: 'number', minimum: 0 },
+    jain: { type: 'number', minimum: 0, maximum: 1 },
+    maxOverMeanTrials: spread,
+    newPods: int,
+    newPodsFairShareMs: nullableNum,
+    latencyMs: {
+      type: ['object', 'null'],
+      required: ['mean', 'p50', 'p99', 'max'],
+      properties: { mean: num, p50: num, p99: num, max: num },
+    },
+    requests: {
+      type: 'object',
+      required: ['sent', 'failed', 'window', 'toRemovedPods'],
+      properties: { sent: int, failed: int, window: int, toRemovedPods: int },
+    },
+    connectionsOpened: int,
+    events: int,
+    pods: { type: 'array', items: pod },
+    series: {
+      type: ['object', 'null'],
+      required: ['bucketMs', 'pods'],
+      properties: {
+        bucketMs: num,
+        pods: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['name', 'requests'],
+            properties: { name: { type: 'string' }, requests: { type: 'array', items: num } },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+/** The schema of `SimReport`. */
+export const simReportSchema = {
+  $id: 'https://evenlb.dev/schemas/sim-report.json',
+  type: 'object',
+  required: [
+    'schemaVersion',
+    'scenario',
+    'description',
+    'seed',
+    'trials',
+    'window',
+    'settledAtMs',
+    'changeAtMs',
+    'settings',
+    'results',
+  ],
+  additionalProperties: false,
+  properties: {
+    schemaVersion: { const: 1 },
+    scenario: { type: 'string' },
+    description: { type: 'string' },
+    seed: int,
+    trials: { type: 'integer', minimum: 1 },
+    window: { type: 'object', required: ['fromMs', 'toMs'], properties: { fromMs: num, toMs: num } },
+    settledAtMs: num,
+    changeAtMs: nullableNum,
+    settings: { type: 'object' },
+    results: { type: 'array', minItems: 1, items: result },
+  },
+} as const;

@@ -1,0 +1,91 @@
+/**
+ * The simulator's result, as `evenlb sim --json` prints it (schema in `report-schema.ts` and
+ * docs/sim.md). Times are ms of simulated time; shares are fractions of the requests
+ * delivered in the measured window; `overMean` is a pod's requests over the mean of the
+ * measured pods (1 = its fair share). Nothing in it depends on wall-clock time, so the same
+ * seed and inputs give byte-identical JSON.
+ */
+
+export interface SimPodReport {
+  readonly name: string;
+  readonly address: string;
+  readonly revision: number;
+  /** Counted in the imbalance figures: the pod was ready when the window closed. */
+  readonly measured: boolean;
+  /** Fraction of all requests delivered in the window (summed over trials). */
+  readonly share: number;
+  /** Requests over the mean of the measured pods; 1 is the fair share. */
+  readonly overMean: number;
+  /** Requests delivered in the window (summed over trials). */
+  readonly requests: number;
+  readonly createdAtMs: number;
+  readonly readyAtMs: number | null;
+  readonly removedAtMs: number | null;
+  /** Connections open to it when the run ended (last trial); null for per-request dataplanes. */
+  readonly openConnections: number | null;
+  readonly latencyMs: { readonly mean: number; readonly p99: number } | null;
+}
+
+export interface SimSeries {
+  readonly bucketMs: number;
+  /** Requests arriving at each pod per bucket, summed over trials; bucket i covers [i·bucketMs, (i+1)·bucketMs). */
+  readonly pods: readonly { readonly name: string; readonly requests: readonly number[] }[];
+}
+
+export interface TrialSpread {
+  readonly mean: number;
+  readonly stdev: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+export interface SimDataplaneResult {
+  readonly dataplane: string;
+  readonly description: string;
+  readonly granularity: 'connection' | 'pool' | 'request';
+  readonly policyKind: 'load' | 'hash' | null;
+  /** Busiest measured pod over the mean (mean over trials). */
+  readonly maxOverMean: number;
+  /** Coefficient of variation of the measured pods' requests (mean over trials). */
+  readonly cov: number;
+  /** Jain's fairness index (mean over trials). */
+  readonly jain: number;
+  /** Spread of max/mean over the trials (null for one trial). */
+  readonly maxOverMeanTrials: TrialSpread | null;
+  /** ms from the first new pod becoming ready until the new pods took ≥ 90% of their fair share
+   * in a bucket (mean over trials); null: never; absent figure when no pod was added. */
+  readonly newPodsFairShareMs: number | null;
+  readonly newPods: number;
+  readonly latencyMs: {
+    readonly mean: number;
+    readonly p50: number;
+    readonly p99: number;
+    readonly max: number;
+  } | null;
+  readonly requests: {
+    readonly sent: number;
+    readonly failed: number;
+    readonly window: number;
+    /** Delivered in the window to pods already removed from the endpoints. */
+    readonly toRemovedPods: number;
+  };
+  readonly connectionsOpened: number;
+  readonly events: number;
+  readonly pods: readonly SimPodReport[];
+  /** Per-pod load over time (absent for multi-trial placement scenarios without a timeline). */
+  readonly series: SimSeries | null;
+}
+
+export interface SimReport {
+  readonly schemaVersion: 1;
+  readonly scenario: string;
+  readonly description: string;
+  readonly seed: number;
+  readonly trials: number;
+  readonly window: { readonly fromMs: number; readonly toMs: number };
+  readonly settledAtMs: number;
+  readonly changeAtMs: number | null;
+  /** The validated scenario that ran (defaults filled in). */
+  readonly settings: unknown;
+  readonly results: readonly SimDataplaneResult[];
+}

@@ -1,0 +1,292 @@
+/**
+ * Runs a scenario through a list of dataplanes, once per trial, and turns the outcomes into
+ * a `SimReport`. Trial t uses the same seed for every dataplane, so the dataplanes are
+ * compared on identical arrivals and service times; figures over trials are means (max/mean
+ * per trial, then averaged — as the closed forms are stated), pod counts and time series are
+ * sums. Imbalance figures come from the shared `imbalance()`.
+ */
+import { SeededRandom } from '../core/random.js';
+import { imbalance } from '../metrics/imbalance.js';
+import type { DataplaneModel } from './dataplane/dataplane.js';
+import { LatencyHistogram } from './metrics/latency-histogram.js';
+import { Simulation, type SimulationOutcome } from './model/simulation.js';
+import type { SimDataplaneResult, SimPodReport, SimReport, TrialSpread } from './report/sim-report.js';
+import type { Scenario } from './scenario/scenario-spec.js';
+
+export interface RunOptions {
+  readonly scenario: Scenario;
+  readonly dataplanes: readonly DataplaneModel[];
+  readonly seed: number;
+  /** Called with the fraction done (0..1), a few times per second of work at most. */
+  readonly onProgress?: (fraction: number) => void;
+}
+
+/** The fraction of a new pod's fair share that counts as "reached". */
+const FAIR_SHARE_REACHED = 0.9;
+
+/**
+ * Runs every dataplane over every trial and reports.
+ *
+ * @example
+ * const scenario = parseScenario(findBuiltinScenario('steady')!.raw(), 'steady');
+ * const report = runScenario({ scenario, dataplanes: resolveDataplanes(['iptables']), seed: 1 });
+ * report.results[0].maxOverMean; // ≈ 1.3
+ */
+export function runScenario(options: RunOptions): SimReport {
+  const { scenario, dataplanes, seed } = options;
+  const trials = scenario.trials;
+  const seeds: number[] = [];
+  const root = new SeededRandom(seed);
+  for (let t = 0; t < trials; t++) seeds.push(root.fork().seed);
+  const totalRuns = trials * dataplanes.length;
+  const estimatedEnd = estimateEndMs(scenario);
+  let run = 0;
+  let first: SimulationOutcome | undefined;
+  const results: SimDataplaneResult[] = [];
+  for (const dataplane of dataplanes) {
+    const acc = new Accumulator(dataplane);
+    for (let t = 0; t < trials; t++) {
+      const onTick =
+        options.onProgress === undefined
+          ? undefined
+          : (now: number) => options.onProgress?.((run + Math.min(1, now / estimatedEnd)) / totalRuns);
+      const sim = new Simulation({ scenario, dataplane, seed: seeds[t] as number, onTick });
+      const outcome = sim.run();
+      first ??= outcome;
+      acc.add(outcome);
+      run++;
+      options.onProgress?.(run / totalRuns);
+    }
+    results.push(acc.result());
+  }
+  return {
+    schemaVersion: 1,
+    scenario: scenario.name,
+    description: scenario.description,
+    seed,
+    trials,
+    window: { fromMs: first?.windowStartMs ?? 0, toMs: first?.windowEndMs ?? 0 },
+    settledAtMs: first?.settledAtMs ?? 0,
+    changeAtMs: first?.changeAtMs ?? null,
+    settings: scenario,
+    results,
+  };
+}
+
+/** A rough end of simulated time, for progress bars only. */
+function estimateEndMs(s: Scenario): number {
+  const events = s.events ?? [];
+  const lastChange = events.reduce((m, e) => (e.type === 'burst' ? m : Math.max(m, e.atMs)), 0);
+  let settle = lastChange;
+  for (const e of events) {
+    if (e.type === 'rolling-update') settle += s.pods.count * (s.pods.readyDelayMs + s.server.terminationDrainMs);
+    if (e.type === 'scale') settle += s.pods.readyDelayMs;
+  }
+  const from = typeof s.measure.from === 'number' ? s.measure.from : s.measure.from === 'start' ? 0 : settle;
+  if (s.measure.windowMs !== undefined) return Math.max(1, from + s.measure.windowMs);
+  const a = s.clients.arrival;
+  const count = a.count ?? 1;
+  if (a.type === 'closed-loop')
+    return Math.max(
+      1,
+      (count / a.concurrency) * (s.pods.serviceTime.type === 'fixed' ? s.pods.serviceTime.valueMs : 5),
+    );
+  return Math.max(1, (count * 1000) / a.ratePerSecond);
+}
+
+interface PodAccumulator {
+  name: string;
+  address: string;
+  revision: number;
+  measured: boolean;
+  requests: number;
+  createdAtMs: number;
+  readyAtMs: number | null;
+  removedAtMs: number | null;
+  openConnections: number | null;
+  latency: LatencyHistogram;
+  series: number[];
+}
+
+class Accumulator {
+  readonly #dataplane: DataplaneModel;
+  readonly #pods = new Map<string, PodAccumulator>();
+  readonly #latency = new LatencyHistogram();
+  readonly #maxOverMean: number[] = [];
+  readonly #fairShare: (number | null)[] = [];
+  #cov = 0;
+  #jain = 0;
+  #trials = 0;
+  #newPods = 0;
+  #sent = 0;
+  #failed = 0;
+  #window = 0;
+  #toRemoved = 0;
+  #connections = 0;
+  #events = 0;
+  #bucketMs = 1000;
+
+  constructor(dataplane: DataplaneModel) {
+    this.#dataplane = dataplane;
+  }
+
+  add(o: SimulationOutcome): void {
+    this.#trials++;
+    this.#bucketMs = o.bucketMs;
+    const measured = o.pods.filter((p) => p.state === 'ready');
+    const figures = imbalance(measured.map((p) => p.windowRequests));
+    this.#maxOverMean.push(figures.maxOverMean);
+    this.#cov += figures.cov;
+    this.#jain += figures.jain;
+    this.#latency.merge(o.latency);
+    this.#sent += o.requestsSent;
+    this.#failed += o.requestsFailed;
+    this.#window += o.windowRequests;
+    this.#toRemoved += o.windowRequestsToRemovedPods;
+    this.#connections += o.connectionsOpened;
+    this.#events += o.events;
+    const fresh = o.pods.filter((p) => !p.initial);
+    this.#newPods = fresh.length;
+    if (fresh.length > 0) this.#fairShare.push(timeToFairShare(o));
+    const lastBucket = Math.ceil(o.windowEndMs / o.bucketMs);
+    const connectionLevel = this.#dataplane.granularity !== 'request';
+    for (const pod of o.pods) {
+      const isMeasured = pod.state === 'ready';
+      if (!isMeasured && pod.windowRequests === 0 && pod.totalRequests === 0) continue;
+      let acc = this.#pods.get(pod.name);
+      if (acc === undefined) {
+        acc = {
+          name: pod.name,
+          address: pod.address,
+          revision: pod.revision,
+          measured: isMeasured,
+          requests: 0,
+          createdAtMs: pod.createdAtMs,
+          readyAtMs: pod.readyAtMs ?? null,
+          removedAtMs: pod.removedAtMs ?? null,
+          openConnections: null,
+          latency: new LatencyHistogram(),
+          series: [],
+        };
+        this.#pods.set(pod.name, acc);
+      }
+      acc.requests += pod.windowRequests;
+      acc.openConnections = connectionLevel ? pod.openConnections : null;
+      acc.latency.merge(pod.latency);
+      for (let b = 0; b < lastBucket; b++) {
+        acc.series[b] = (acc.series[b] ?? 0) + ((pod.series[b] as number | undefined) ?? 0);
+      }
+    }
+  }
+
+  result(): SimDataplaneResult {
+    const n = this.#trials;
+    const pods = [...this.#pods.values()];
+    const measured = pods.filter((p) => p.measured);
+    const mean = measured.length === 0 ? 0 : measured.reduce((s, p) => s + p.requests, 0) / measured.length;
+    const podReports: SimPodReport[] = pods
+      .filter((p) => p.measured || p.requests > 0)
+      .map((p) => ({
+        name: p.name,
+        address: p.address,
+        revision: p.revision,
+        measured: p.measured,
+        share: this.#window === 0 ? 0 : round(p.requests / this.#window),
+        overMean: mean === 0 ? 0 : round(p.requests / mean),
+        requests: p.requests,
+        createdAtMs: round(p.createdAtMs),
+        readyAtMs: p.readyAtMs === null ? null : round(p.readyAtMs),
+        removedAtMs: p.removedAtMs === null ? null : round(p.removedAtMs),
+        openConnections: p.openConnections,
+        latencyMs:
+          p.latency.count === 0 ? null : { mean: round(p.latency.meanMs), p99: round(p.latency.quantile(0.99) ?? 0) },
+      }));
+    const fair = this.#fairShare;
+    const reached = fair.every((f) => f !== null) && fair.length > 0;
+    return {
+      dataplane: this.#dataplane.name,
+      description: this.#dataplane.description,
+      granularity: this.#dataplane.granularity,
+      policyKind: this.#dataplane.policyKind ?? null,
+      maxOverMean: round(average(this.#maxOverMean)),
+      cov: round(this.#cov / n),
+      jain: round(this.#jain / n),
+      maxOverMeanTrials: n > 1 ? spread(this.#maxOverMean) : null,
+      newPods: this.#newPods,
+      newPodsFairShareMs: reached ? round(average(fair as number[])) : null,
+      latencyMs:
+        this.#latency.count === 0
+          ? null
+          : {
+              mean: round(this.#latency.meanMs),
+              p50: round(this.#latency.quantile(0.5) ?? 0),
+              p99: round(this.#latency.quantile(0.99) ?? 0),
+              max: round(this.#latency.maxMs),
+            },
+      requests: { sent: this.#sent, failed: this.#failed, window: this.#window, toRemovedPods: this.#toRemoved },
+      connectionsOpened: this.#connections,
+      events: this.#events,
+      pods: podReports,
+      series: {
+        bucketMs: this.#bucketMs,
+        pods: pods.map((p) => ({ name: p.name, requests: p.series })),
+      },
+    };
+  }
+}
+
+/**
+ * How long after the first new pod became ready the new pods, together, first received at
+ * least 90% of their fair share of a bucket's requests (fair share: new ready pods / all
+ * ready pods, counting only pods ready for the whole bucket). Null when that never happened
+ * before the run ended.
+ */
+function timeToFairShare(o: SimulationOutcome): number | null {
+  const fresh = o.pods.filter((p) => !p.initial && p.readyAtMs !== undefined);
+  if (fresh.length === 0) return null;
+  const t0 = Math.min(...fresh.map((p) => p.readyAtMs as number));
+  const w = o.bucketMs;
+  for (let b = Math.ceil(t0 / w); (b + 1) * w <= o.windowEndMs + 1e-6; b++) {
+    const start = b * w;
+    const end = start + w;
+    let total = 0;
+    let readyCount = 0;
+    let newReady = 0;
+    let newRequests = 0;
+    for (const p of o.pods) {
+      const requests = (p.series[b] as number | undefined) ?? 0;
+      total += requests;
+      const ready =
+        p.readyAtMs !== undefined && p.readyAtMs <= start && (p.removedAtMs === undefined || p.removedAtMs >= end);
+      if (!ready) continue;
+      readyCount++;
+      if (!p.initial) {
+        newReady++;
+        newRequests += requests;
+      }
+    }
+    if (newReady === 0 || total === 0) continue;
+    if (newRequests / total >= FAIR_SHARE_REACHED * (newReady / readyCount)) return end - t0;
+  }
+  return null;
+}
+
+function average(values: readonly number[]): number {
+  return values.length === 0 ? 0 : values.reduce((s, v) => s + v, 0) / values.length;
+}
+
+function spread(values: readonly number[]): TrialSpread {
+  const mean = average(values);
+  const variance = average(values.map((v) => (v - mean) ** 2));
+  return {
+    mean: round(mean),
+    stdev: round(Math.sqrt(variance)),
+    min: round(Math.min(...values)),
+    max: round(Math.max(...values)),
+  };
+}
+
+/** Rounds to 6 significant decimals' worth, so JSON stays readable (and still deterministic). */
+function round(v: number): number {
+  return Math.round(v * 1e6) / 1e6;
+}
