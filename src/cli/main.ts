@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { version } from '../version.js';
 import { registerDemoCommand } from './demo.js';
 import { registerProxyCommand } from './proxy.js';
+import { registerSimCommand } from './sim.js';
 
 export function createProgram(): Command {
   const program = new Command('evenlb')
@@ -16,6 +17,7 @@ export function createProgram(): Command {
     .exitOverride();
   registerDemoCommand(program);
   registerProxyCommand(program);
+  registerSimCommand(program);
   return program;
 }
 
