@@ -7,6 +7,7 @@ export default defineConfig({
     'cli/main': 'src/cli/main.ts',
     'demo/pod': 'src/demo/pod-main.ts',
     'demo/load': 'src/demo/load-main.ts',
+    'sim/index': 'src/sim/index.ts',
   },
   format: ['esm'],
   target: 'node20',
