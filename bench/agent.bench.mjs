@@ -1,0 +1,124 @@
+// BalancedAgent vs a plain undici Pool, through `undici.request`, to one backend.
+// The backend runs in a child process so its CPU is not counted. Each round runs both
+// clients (order alternating) for a fixed request count with a fixed number of concurrent
+// callers; the table shows the median of 3 rounds: requests per second and client CPU per
+// request (process.cpuUsage). Target: BalancedAgent throughput >= 0.85 × Pool's.
+// Also measured, for reference: one round of each through `undici.fetch`-free paths only.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { Pool, request } from 'undici';
+import { BalancedAgent, StaticEndpointSource } from '../dist/index.js';
+import { printTable, writeResult } from './machine.mjs';
+
+const REQUESTS = Number(process.env.AGENT_BENCH_REQUESTS ?? 20_000);
+const CONCURRENCY = Number(process.env.AGENT_BENCH_CONCURRENCY ?? 16);
+const ROUNDS = 3;
+const MAX_RUN_MS = 30_000;
+
+const backendSource = `
+const http = require('node:http');
+const server = http.createServer((req, res) => { req.resume(); req.on('end', () => res.end('ok')); });
+server.keepAliveTimeout = 60_000;
+server.listen(0, '127.0.0.2', () => process.stdout.write(String(server.address().port) + '\\n'));
+process.on('disconnect', () => process.exit(0));
+`;
+
+async function startBackend() {
+  const child = spawn(process.execPath, ['-e', backendSource], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const [chunk] = await once(child.stdout, 'data');
+  return { child, port: Number(String(chunk).trim()) };
+}
+
+async function run(url, dispatcher) {
+  let sent = 0;
+  let failed = 0;
+  const deadline = performance.now() + MAX_RUN_MS;
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (sent < REQUESTS && performance.now() < deadline) {
+        sent++;
+        try {
+          const res = await request(url, { dispatcher });
+          await res.body.text();
+        } catch {
+          failed++;
+        }
+      }
+    }),
+  );
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  return { requests: sent, failed, rps: (sent / ms) * 1000, cpuUsPerRequest: (cpu.user + cpu.system) / sent };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const { child, port } = await startBackend();
+const origin = `http://127.0.0.2:${port}`;
+const pool = new Pool(origin);
+const agent = new BalancedAgent({
+  routes: { 'backend.bench.svc:80': new StaticEndpointSource([{ address: '127.0.0.2', port }]) },
+});
+const clients = {
+  pool: { url: `${origin}/`, dispatcher: pool },
+  'balanced-agent': { url: 'http://backend.bench.svc/', dispatcher: agent },
+};
+
+// Warm-up: JIT and connections.
+for (const c of Object.values(clients)) {
+  for (let i = 0; i < 2_000; i++) await (await request(c.url, { dispatcher: c.dispatcher })).body.text();
+}
+
+const results = { pool: [], 'balanced-agent': [] };
+for (let round = 0; round < ROUNDS; round++) {
+  const order = round % 2 === 0 ? ['pool', 'balanced-agent'] : ['balanced-agent', 'pool'];
+  for (const name of order) {
+    globalThis.gc?.();
+    results[name].push(await run(clients[name].url, clients[name].dispatcher));
+  }
+}
+
+const summary = Object.fromEntries(
+  Object.entries(results).map(([name, runs]) => [
+    name,
+    {
+      rps: median(runs.map((r) => r.rps)),
+      cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+      failed: runs.reduce((n, r) => n + r.failed, 0),
+      runs,
+    },
+  ]),
+);
+const ratio = summary['balanced-agent'].rps / summary.pool.rps;
+const cpuRatio = summary['balanced-agent'].cpuUsPerRequest / summary.pool.cpuUsPerRequest;
+
+printTable(
+  Object.entries(summary).map(([name, s]) => ({
+    client: name,
+    'requests/s': Math.round(s.rps),
+    'client CPU µs/req': s.cpuUsPerRequest,
+    failed: s.failed,
+  })),
+);
+process.stdout.write(
+  `\nthroughput ratio balanced-agent / pool: ${ratio.toFixed(3)} (target >= 0.85) — ${ratio >= 0.85 ? 'met' : 'NOT met'}\n` +
+    `CPU per request ratio balanced-agent / pool: ${cpuRatio.toFixed(3)}\n`,
+);
+
+writeResult('agent', {
+  benchmark: 'BalancedAgent vs undici Pool through undici.request, one loopback backend in a child process',
+  requestsPerRound: REQUESTS,
+  concurrency: CONCURRENCY,
+  rounds: ROUNDS,
+  statistic: 'median of rounds',
+  results: summary,
+  throughputRatio: ratio,
+  cpuPerRequestRatio: cpuRatio,
+  target: { throughputRatio: 0.85, met: ratio >= 0.85 },
+});
+
+await agent.close();
+await pool.close();
+child.kill();
