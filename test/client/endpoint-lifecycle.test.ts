@@ -30,7 +30,8 @@ describe('endpoint lifecycle', () => {
 
   test('removing an endpoint closes its idle sockets within 500 ms; its in-flight requests complete', async () => {
     const slow = (req: { url?: string }) => (req.url === '/slow' ? 600 : 0);
-    const [x, y] = (pods = await startPods(2, { delayMs: slow, keepAliveTimeoutMs: 30_000 })) as [Pod, Pod];
+    pods = await startPods(2, { delayMs: slow, keepAliveTimeoutMs: 30_000 });
+    const [x, y] = pods as [Pod, Pod];
     const source = new StaticEndpointSource([x.endpoint, y.endpoint]);
     agent = new BalancedAgent({ routes: { [ROUTE]: source }, policy: 'round-robin' });
     // Open idle connections to both pods (3 each), then put 2 slow requests on each.
@@ -65,7 +66,8 @@ describe('endpoint lifecycle', () => {
   });
 
   test('not-ready endpoints get nothing; terminating ones only while nothing is ready', async () => {
-    const [ready, notReady, terminating] = (pods = await startPods(3)) as [Pod, Pod, Pod];
+    pods = await startPods(3);
+    const [ready, notReady, terminating] = pods as [Pod, Pod, Pod];
     const source = new StaticEndpointSource([
       ready.endpoint,
       { ...notReady.endpoint, conditions: { ready: false } },
