@@ -38,6 +38,15 @@ export const leastRequestPolicy: BalancingPolicy<LeastRequestOptions> = {
         }
         const loads = endpoints.map((t) => t.load);
         const d = Math.min(options.choiceCount, n);
+        if (weightsUniform(endpoints) && d === 2) {
+          // The common case, P2C: a distinct uniform pair from two draws, no shuffle state.
+          return () => {
+            const a = random.int(n);
+            let b = random.int(n - 1);
+            if (b >= a) b++;
+            return loads[b]!.inFlight < loads[a]!.inFlight ? results[b]! : results[a]!;
+          };
+        }
         if (weightsUniform(endpoints)) {
           const draw = new CandidateDraw(n, random);
           return () => {

@@ -76,6 +76,15 @@ export const peakEwmaPolicy: BalancingPolicy<PeakEwmaOptions> = {
         const weights = endpointWeights(endpoints);
         // In-flight per unit of weight, relative to the mean: all 1 when weights are equal.
         const perWeight = uniform ? new Float64Array(n).fill(1) : inverseRelativeWeights(weights);
+        if (uniform && d === 2) {
+          // The common case, P2C: a distinct uniform pair from two draws, no shuffle state.
+          return () => {
+            const a = random.int(n);
+            let b = random.int(n - 1);
+            if (b >= a) b++;
+            return cheaper(loads[b]!, 1, loads[a]!, 1) ? results[b]! : results[a]!;
+          };
+        }
         const draw = uniform ? new CandidateDraw(n, random) : new CandidateDraw(n, random, weights);
         return () => {
           draw.begin();

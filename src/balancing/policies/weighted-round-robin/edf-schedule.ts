@@ -4,7 +4,13 @@
  * due first (ties: lower index) and moves its deadline one period on. Over any stretch of
  * virtual time each endpoint is picked its weight's share ±1, its turns evenly spaced, and
  * with well-spread initial phases the endpoints interleave (5:1:1 gives a a b a a c a, not
- * a a a a a b c). A binary min-heap in typed arrays keeps a pick O(log n) and allocation-free.
+ * a a a a a b c).
+ *
+ * A binary min-heap keeps a pick O(log n) and allocation-free. Each heap slot holds its
+ * deadline beside its endpoint index (parallel typed arrays), so a sift reads contiguous
+ * memory instead of chasing indices, and the re-inserted top sinks bottom-up (Floyd): the
+ * hole goes down to a leaf along the earlier child, then the item climbs back — one compare
+ * per level on the way down, and a moved-on deadline usually belongs near the bottom.
  */
 
 export class EdfSchedule {
@@ -13,8 +19,10 @@ export class EdfSchedule {
   /** Virtual time of the latest pick. */
   time = 0;
   readonly #period: Float64Array;
-  readonly #deadline: Float64Array;
-  readonly #heap: Int32Array;
+  /** Heap slot → deadline. */
+  readonly #due: Float64Array;
+  /** Heap slot → endpoint index. */
+  readonly #index: Int32Array;
 
   /**
    * @param deadlines each endpoint's first due time (virtual time starts at 0), e.g. a random
@@ -26,58 +34,67 @@ export class EdfSchedule {
     this.weights = weights;
     this.#period = new Float64Array(n);
     for (let i = 0; i < n; i++) this.#period[i] = 1 / (weights[i] as number);
-    this.#deadline = deadlines;
-    this.#heap = new Int32Array(n);
-    for (let i = 0; i < n; i++) this.#heap[i] = i;
-    for (let i = (n >> 1) - 1; i >= 0; i--) this.#siftDown(i);
+    this.#due = new Float64Array(n);
+    this.#index = new Int32Array(n);
+    // Insert one by one (sift up): O(n log n) once per build.
+    for (let slot = 0; slot < n; slot++) this.#siftUp(slot, deadlines[slot] as number, slot);
   }
 
   get size(): number {
     return this.keys.length;
   }
 
-  /** Time until endpoint `i` is due again, relative to the latest pick (>= 0). */
-  remaining(i: number): number {
-    return Math.max(0, (this.#deadline[i] as number) - this.time);
+  /** Time until each endpoint is due again, relative to the latest pick (>= 0), by endpoint index. */
+  remainingAll(): Float64Array {
+    const out = new Float64Array(this.keys.length);
+    for (let slot = 0; slot < out.length; slot++) {
+      out[this.#index[slot] as number] = Math.max(0, (this.#due[slot] as number) - this.time);
+    }
+    return out;
   }
 
   /** The index of the endpoint due first; advances its deadline by one period. */
   pick(): number {
-    const heap = this.#heap;
-    const top = heap[0] as number;
-    const due = this.#deadline[top] as number;
-    this.time = due;
-    this.#deadline[top] = due + (this.#period[top] as number);
-    this.#siftDown(0);
+    const due = this.#due;
+    const index = this.#index;
+    const n = due.length;
+    const top = index[0] as number;
+    const now = due[0] as number;
+    this.time = now;
+    const key = now + (this.#period[top] as number);
+    // Bottom-up: move the earlier child up until the hole reaches a leaf...
+    let hole = 0;
+    for (;;) {
+      let child = 2 * hole + 1;
+      if (child >= n) break;
+      const right = child + 1;
+      if (right < n) {
+        const dr = due[right] as number;
+        const dc = due[child] as number;
+        if (dr < dc || (dr === dc && (index[right] as number) < (index[child] as number))) child = right;
+      }
+      due[hole] = due[child] as number;
+      index[hole] = index[child] as number;
+      hole = child;
+    }
+    // ...then put the moved-on item in the hole and let it climb to its place.
+    this.#siftUp(hole, key, top);
     return top;
   }
 
-  #siftDown(start: number): void {
-    const heap = this.#heap;
-    const d = this.#deadline;
-    const n = heap.length;
-    let i = start;
-    const item = heap[i] as number;
-    const key = d[item] as number;
-    for (;;) {
-      let child = 2 * i + 1;
-      if (child >= n) break;
-      let c = heap[child] as number;
-      let cKey = d[c] as number;
-      const right = child + 1;
-      if (right < n) {
-        const r = heap[right] as number;
-        const rKey = d[r] as number;
-        if (rKey < cKey || (rKey === cKey && r < c)) {
-          child = right;
-          c = r;
-          cKey = rKey;
-        }
-      }
-      if (key < cKey || (key === cKey && item < c)) break;
-      heap[i] = c;
-      i = child;
+  #siftUp(start: number, key: number, item: number): void {
+    const due = this.#due;
+    const index = this.#index;
+    let slot = start;
+    while (slot > 0) {
+      const parent = (slot - 1) >> 1;
+      const dp = due[parent] as number;
+      if (dp < key || (dp === key && (index[parent] as number) < item)) break;
+      due[slot] = dp;
+      index[slot] = index[parent] as number;
+      slot = parent;
     }
-    heap[i] = item;
+    due[slot] = key;
+    index[slot] = item;
   }
 }

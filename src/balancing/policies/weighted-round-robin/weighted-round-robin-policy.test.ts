@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EndpointSet } from '../../../core/endpoint-set.js';
+import { SeededRandom } from '../../../core/random.js';
 import { endpointInputs, pickKeys, seededBalancer, tally } from '../../testing/fixtures.js';
 import { EdfSchedule } from './edf-schedule.js';
 
@@ -93,11 +94,32 @@ describe('EdfSchedule', () => {
     expect(Array.from({ length: 6 }, () => s.keys[s.pick()])).toEqual(['c', 'a', 'b', 'c', 'c', 'a']);
   });
 
+  it('orders 1,000 random deadlines like a sort, ties by index', () => {
+    const n = 1000;
+    const random = new SeededRandom(5);
+    const weights = new Float64Array(n).map(() => 1 + random.int(5));
+    const deadlines = new Float64Array(n).map((_, i) => random.int(50) / weights[i]!);
+    const s = new EdfSchedule(
+      Array.from({ length: n }, (_, i) => String(i)),
+      weights,
+      deadlines.slice(),
+    );
+    // Reference: repeatedly take the minimum (deadline, index) by a linear scan.
+    const ref = deadlines.slice();
+    for (let p = 0; p < 5000; p++) {
+      let best = 0;
+      for (let i = 1; i < n; i++) if (ref[i]! < ref[best]!) best = i;
+      expect(s.pick()).toBe(best);
+      ref[best]! += 1 / weights[best]!;
+    }
+  });
+
   it('reports the time left until an endpoint is due', () => {
     const s = new EdfSchedule(['a', 'b'], new Float64Array([1, 2]), new Float64Array([0.3, 0.1]));
     expect(s.keys[s.pick()]).toBe('b');
     expect(s.time).toBeCloseTo(0.1, 12);
-    expect(s.remaining(0)).toBeCloseTo(0.2, 12);
-    expect(s.remaining(1)).toBeCloseTo(0.5, 12);
+    const left = s.remainingAll();
+    expect(left[0]).toBeCloseTo(0.2, 12);
+    expect(left[1]).toBeCloseTo(0.5, 12);
   });
 });

@@ -35,6 +35,7 @@ class WeightedRoundRobinBuilder implements PickerBuilder {
     const deadlines = new Float64Array(n);
     const previous = this.#last;
     const before = new Map<string, number>(previous?.keys.map((k, i) => [k, i]));
+    const remaining = previous?.remainingAll();
     // First schedule: phases spread by the golden ratio from a random shift, so endpoints of
     // equal weight take turns evenly spaced and clients do not march in step.
     const shift = previous === undefined ? this.#env.random.next() : 0;
@@ -43,9 +44,9 @@ class WeightedRoundRobinBuilder implements PickerBuilder {
       const w = weights[i]!;
       if (previous === undefined) {
         deadlines[i] = ((shift + i * GOLDEN_FRACTION) % 1) / w;
-      } else if (j !== undefined) {
+      } else if (j !== undefined && remaining !== undefined) {
         // Keep the phase: the same fraction of the period remains, whatever the weight now is.
-        deadlines[i] = (previous.remaining(j) * previous.weights[j]!) / w;
+        deadlines[i] = (remaining[j]! * previous.weights[j]!) / w;
       } else {
         deadlines[i] = this.#env.random.next() / w;
       }

@@ -1,0 +1,197 @@
+// Cost of one pick() for every registered balancing policy at 10, 100, 1,000 and 10,000 endpoints:
+// nanoseconds per pick and bytes allocated per pick, against a baseline measured in the same run
+// (a trivial `array[i++ % n]` picker behind the same call shape). Also how long each policy takes
+// to build a picker over 10,000 endpoints (the ring-hash ring, the maglev table).
+//
+// Pickers are those the Balancer publishes, on the system clock (peak-ewma reads it per pick),
+// with a few requests in flight on each endpoint so load-aware comparisons do real work. Hash
+// policies get a different key per pick from a pool of 65,536 prepared PickContexts: writing a
+// 32-bit hash above 2^31 into a context boxes a number in V8, which is the caller's cost, not
+// the picker's.
+//
+// Run: npm run bench -- pick   (builds dist/ first; run.mjs passes --expose-gc)
+import {
+  Balancer,
+  EndpointSet,
+  ensureBuiltinPolicies,
+  getPolicy,
+  registeredPolicies,
+  SeededRandom,
+  systemClock,
+} from '../dist/index.js';
+import { printTable, writeResult } from './machine.mjs';
+
+const SIZES = [10, 100, 1000, 10_000];
+const TIME_PICKS = 1_000_000;
+const TIME_ROUNDS = 5;
+const MEMORY_PICKS = 100_000;
+const BUILD_ROUNDS = 5;
+
+if (typeof globalThis.gc !== 'function') {
+  process.stderr.write('pick.bench: run with --expose-gc (npm run bench does)\n');
+  process.exit(1);
+}
+const gc = globalThis.gc;
+
+function endpointSet(n) {
+  return EndpointSet.from(
+    Array.from({ length: n }, (_, i) => ({
+      address: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+      port: 8443,
+    })),
+  );
+}
+
+let sink = 0;
+
+const CONTEXTS = Array.from({ length: 65_536 }, (_, i) => ({ hash: Math.imul(i + 1, 0x9e3779b1) >>> 0 }));
+const CONTEXT_MASK = CONTEXTS.length - 1;
+
+/** Runs `count` picks; with contexts, each pick takes the next prepared key. */
+function run(picker, count, withContext) {
+  let acc = 0;
+  if (!withContext) {
+    for (let i = 0; i < count; i++) acc += picker.pick().type.length;
+  } else {
+    for (let i = 0; i < count; i++) acc += picker.pick(CONTEXTS[i & CONTEXT_MASK]).type.length;
+  }
+  sink += acc;
+}
+
+function nsPerPick(picker, withContext) {
+  run(picker, 200_000, withContext); // warm up: let the JIT settle
+  const samples = [];
+  for (let r = 0; r < TIME_ROUNDS; r++) {
+    const t0 = process.hrtime.bigint();
+    run(picker, TIME_PICKS, withContext);
+    samples.push(Number(process.hrtime.bigint() - t0) / TIME_PICKS);
+  }
+  samples.sort((a, b) => a - b);
+  // Median, and the best run: on a shared machine the best is the closest to the pick's own cost.
+  return { median: samples[Math.floor(samples.length / 2)], best: samples[0] };
+}
+
+/**
+ * Heap growth per pick over a batch small enough that no scavenge runs inside it (100,000 picks
+ * of even a 32-byte object stay within the young generation), after a full gc. The least of
+ * three batches, so a stray allocation by the runtime does not count against the picker.
+ */
+function bytesPerPick(picker, withContext) {
+  let least = Number.POSITIVE_INFINITY;
+  for (let r = 0; r < 3; r++) {
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    run(picker, MEMORY_PICKS, withContext);
+    const after = process.memoryUsage().heapUsed;
+    least = Math.min(least, Math.max(0, after - before) / MEMORY_PICKS);
+  }
+  return least;
+}
+
+/** The baseline: what a picker costs when it does nothing but index an array. */
+function baselinePicker(n) {
+  const results = Array.from({ length: n }, (_, i) => Object.freeze({ type: 'picked', index: i }));
+  let i = 0;
+  return { pick: (_context) => results[i++ % n] };
+}
+
+function withLoad(balancer, random) {
+  for (const t of balancer.picker.endpoints) {
+    const k = random.int(4);
+    for (let j = 0; j < k; j++) t.load.start();
+  }
+}
+
+ensureBuiltinPolicies();
+const policies = registeredPolicies();
+const rows = [];
+const results = [];
+
+for (const n of SIZES) {
+  const set = endpointSet(n);
+  const base = baselinePicker(n);
+  const baseNs = nsPerPick(base, false);
+  const baseBytes = bytesPerPick(base, false);
+  const row = (policy, ns, bytes) => {
+    rows.push({
+      policy,
+      endpoints: n,
+      'ns/pick': ns.median,
+      'best ns': ns.best,
+      'x baseline': ns.median / baseNs.median,
+      'bytes/pick': bytes,
+    });
+    results.push({
+      policy,
+      endpoints: n,
+      nsPerPick: ns.median,
+      bestNsPerPick: ns.best,
+      ratio: ns.median / baseNs.median,
+      bytesPerPick: bytes,
+    });
+  };
+  row('baseline', baseNs, baseBytes);
+  for (const policy of policies) {
+    const random = new SeededRandom(42);
+    const balancer = new Balancer({ policy: policy.name, clock: systemClock, random });
+    balancer.update(set);
+    withLoad(balancer, random);
+    const withContext = policy.kind === 'hash';
+    row(policy.name, nsPerPick(balancer.picker, withContext), bytesPerPick(balancer.picker, withContext));
+  }
+}
+
+process.stdout.write(
+  '\npick() cost: median and best of 5 runs of 1,000,000 picks; baseline = array[i++ % n]; bytes: least of 3 batches of 100,000\n',
+);
+printTable(rows);
+
+// Picker build time at 10,000 endpoints: the policy's build() alone, median of 5 after a warm-up.
+const BUILD_N = 10_000;
+const tracked = (() => {
+  const b = new Balancer({ policy: 'round-robin', clock: systemClock, random: new SeededRandom(1) });
+  b.update(endpointSet(BUILD_N));
+  return b.picker.endpoints;
+})();
+const buildRows = [];
+const builds = [];
+for (const policy of policies) {
+  const p = getPolicy(policy.name);
+  const builder = p.create(p.parseOptions(undefined), { clock: systemClock, random: new SeededRandom(3) });
+  builder.build(tracked);
+  const samples = [];
+  for (let r = 0; r < BUILD_ROUNDS; r++) {
+    gc();
+    const t0 = process.hrtime.bigint();
+    const fn = builder.build(tracked);
+    samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    sink += typeof fn === 'function' ? 1 : 0;
+  }
+  samples.sort((a, b) => a - b);
+  const ms = samples[Math.floor(samples.length / 2)];
+  buildRows.push({ policy: policy.name, endpoints: BUILD_N, 'build ms': ms });
+  builds.push({ policy: policy.name, endpoints: BUILD_N, buildMs: ms });
+}
+process.stdout.write('\npicker build time at 10,000 endpoints (median of 5)\n');
+printTable(buildRows);
+
+const at1000 = results.filter((r) => r.endpoints === 1000 && r.policy !== 'baseline');
+const slowest = at1000.reduce((a, b) => (b.nsPerPick > a.nsPerPick ? b : a));
+process.stdout.write(
+  `\nslowest policy at 1,000 endpoints: ${slowest.policy} ${slowest.nsPerPick.toFixed(1)} ns/pick median, ` +
+    `${slowest.bestNsPerPick.toFixed(1)} best (target <= 250)\n`,
+);
+const hashBuilds = builds.filter((b) => b.policy === 'maglev' || b.policy === 'ring-hash');
+for (const b of hashBuilds)
+  process.stdout.write(`${b.policy} build at 10,000: ${b.buildMs.toFixed(1)} ms (target <= 50)\n`);
+
+writeResult('pick', {
+  description:
+    'pick() ns and bytes per pick per policy and endpoint count, vs an array[i++ % n] baseline; picker build ms at 10,000 endpoints',
+  timePicks: TIME_PICKS,
+  timeRounds: TIME_ROUNDS,
+  memoryPicks: MEMORY_PICKS,
+  picks: results,
+  builds,
+  sink: sink % 2,
+});
