@@ -19,6 +19,7 @@ import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
+import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
 import type { ListenerConfig } from './config-schema.js';
 import { forwardStreamToH2 } from './h2-upstream-exchange.js';
 import { upstreamRequestHeaders } from './hop-headers.js';
@@ -59,7 +60,7 @@ export class L7Listener {
   readonly #proto: 'http' | 'https';
   readonly #sockets = new Set<Socket>();
   readonly #sessions = new Set<Http2Session>();
-  readonly #openedAt = new WeakMap<Socket, number>();
+  readonly #recyclers: ConnectionRecycler[] = [];
   #closing: Promise<void> | undefined;
 
   constructor(config: ListenerConfig, deps: L7ListenerDeps) {
@@ -82,9 +83,6 @@ export class L7Listener {
     );
     // Node silently drops headers past maxHeadersCount; keep one more so "too many" is detectable.
     this.#h1.maxHeadersCount = limits.maxHeaderCount + 1;
-    if (config.recycle?.maxRequestsPerConnection !== undefined) {
-      this.#h1.maxRequestsPerSocket = config.recycle.maxRequestsPerConnection;
-    }
     this.#h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.#onClientError(err, socket));
     // Never a tunnel or a protocol switch: CONNECT gets 405, Upgrade requests 501.
     this.#h1.on('connect', (_req: IncomingMessage, socket: Socket) =>
@@ -118,6 +116,18 @@ export class L7Listener {
       this.#front = net.createServer({ noDelay: true }, (socket) => this.#sniff(socket));
     }
     if (limits.maxConnections > 0) this.#front.maxConnections = limits.maxConnections;
+    // Downstream recycling (the server-side recycler): clients reconnect after N requests or an
+    // age, closing at response boundaries (HTTP/1.1 `Connection: close`, HTTP/2 GOAWAY).
+    const recycle = config.recycle;
+    if (recycle !== undefined) {
+      const options = {
+        ...(recycle.maxRequestsPerConnection === undefined
+          ? {}
+          : { maxRequestsPerConnection: recycle.maxRequestsPerConnection }),
+        ...(recycle.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: recycle.maxConnectionAgeMs }),
+      };
+      this.#recyclers.push(recycleConnections(this.#h1, options), recycleConnections(this.#h2, options));
+    }
   }
 
   /** Starts listening; resolves with the bound port. */
@@ -138,7 +148,6 @@ export class L7Listener {
 
   #track(socket: Socket): void {
     this.#sockets.add(socket);
-    this.#openedAt.set(socket, performance.now());
     this.#deps.metrics.connectionOpened(this.config.name);
     socket.once('close', () => {
       this.#sockets.delete(socket);
@@ -232,11 +241,6 @@ export class L7Listener {
     const cluster = match.cluster;
     const unavailable = cluster.unavailableReason();
     if (unavailable !== undefined) return this.#reject(res, 503, unavailable);
-    const age = this.config.recycle?.maxConnectionAgeMs;
-    if (age !== undefined) {
-      const opened = this.#openedAt.get(req.socket) ?? 0;
-      if (performance.now() - opened > age) res.shouldKeepAlive = false;
-    }
     const start = state.accessLog ? performance.now() : 0;
     const done = (status: number, reason: string | undefined): void => {
       this.#deps.metrics.observeDownstream(this.config.name, status);
@@ -265,20 +269,6 @@ export class L7Listener {
     this.#sessions.add(session);
     session.on('error', () => {});
     session.once('close', () => this.#sessions.delete(session));
-    const age = this.config.recycle?.maxConnectionAgeMs;
-    if (age !== undefined) {
-      const t = setTimeout(
-        () => {
-          if (!session.closed) {
-            session.goaway(http2.constants.NGHTTP2_NO_ERROR);
-            session.close();
-          }
-        },
-        age * (0.9 + 0.2 * Math.random()),
-      );
-      t.unref();
-      session.once('close', () => clearTimeout(t));
-    }
     if (this.#closing !== undefined) session.close();
   }
 
@@ -376,6 +366,7 @@ export class L7Listener {
    */
   close(timeoutMs = 30_000): Promise<void> {
     this.#closing ??= new Promise<void>((resolve) => {
+      for (const r of this.#recyclers) void r.close();
       this.#front.close();
       this.#h1.close();
       this.#h1.closeIdleConnections();
