@@ -1,7 +1,7 @@
 /**
- * Requests follow a Service's pods. A `k8s:///` source feeds a Balancer (and, end to end, the
- * per-Service request engine `Cluster` that the BalancedAgent and the proxy route through);
- * real HTTP requests go to real loopback pods. Scale-up, scale-down, a pod turning not-ready,
+ * Requests follow a Service's pods. A `k8s:///` source feeds a Balancer, the per-Service
+ * request engine `Cluster` (what the BalancedAgent and the proxy route through) and a
+ * `BalancedAgent` routing `<svc>.<ns>.svc` names; real HTTP requests go to real loopback pods. Scale-up, scale-down, a pod turning not-ready,
  * a terminating pod, the terminating-only fallback and deletion each change what is picked
  * within 200 ms of the watch event. An API server outage of 10 s keeps the last endpoints in
  * use (requests keep flowing); when it returns, the watch resumes and catches up with the
@@ -10,6 +10,7 @@
 import { Agent, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Balancer } from '../../src/balancing/balancer.js';
+import { BalancedAgent } from '../../src/client/balanced-agent.js';
 import { Cluster } from '../../src/cluster/cluster.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { createKubernetesEndpointSource, type KubernetesEndpointSource } from '../../src/discovery/kubernetes/index.js';
@@ -246,4 +247,53 @@ describe('a Cluster routing k8s:/// (the engine behind BalancedAgent and the pro
     expect(api.requestsMatching({ verb: 'list', resource: 'endpointslices', namespace: n })).toHaveLength(1);
     expect(resumed.length).toBeGreaterThanOrEqual(2);
   }, 30_000);
+});
+
+describe('a BalancedAgent routing <svc>.<ns>.svc to k8s:///', () => {
+  it('sends requests to the pods of the Service and follows them', async () => {
+    const n = setup();
+    putSlice(n, 'web-a', [{ address: addr(1) }, { address: addr(2) }]);
+    const agent = new BalancedAgent({
+      kubernetes: true,
+      policy: 'round-robin',
+      outlierDetection: false,
+      random: new SeededRandom(13),
+      sourceOptions: { kubernetes: fastOptions(api) },
+    });
+    closers.push(() => agent.close());
+    const send = async (count: number): Promise<Map<string, number>> => {
+      const seen = new Map<string, number>();
+      for (let i = 0; i < count; i++) {
+        const res = await request(`http://web.${n}.svc:80/`, { dispatcher: agent });
+        expect(res.statusCode).toBe(200);
+        const body = await res.body.text();
+        seen.set(body, (seen.get(body) ?? 0) + 1);
+      }
+      return seen;
+    };
+    let hits = await send(20); // the first request creates the route and waits for discovery
+    expect(served(hits)).toEqual([addr(1), addr(2)]);
+    expect(maxOverMean(hits)).toBeLessThanOrEqual(1.2);
+    const cluster = agent.clusters()[0];
+    if (cluster === undefined) throw new Error('no route');
+    expect(cluster.source.target).toBe(`k8s:///web.${n}:80`);
+    const eligible = () => cluster.balancer.picker.endpoints.map((t) => t.endpoint.key);
+
+    let t0 = performance.now();
+    putSlice(n, 'web-a', [{ address: addr(1) }, { address: addr(2) }, { address: addr(5) }]);
+    expect(await settle(eligible, keys(1, 2, 5), t0)).toBeLessThanOrEqual(200);
+    hits = await send(30);
+    expect(served(hits)).toEqual([addr(1), addr(2), addr(5)]);
+
+    t0 = performance.now();
+    putSlice(n, 'web-a', [
+      { address: addr(1), ready: false, serving: true, terminating: true },
+      { address: addr(2) },
+      { address: addr(5) },
+    ]);
+    expect(await settle(eligible, keys(2, 5), t0)).toBeLessThanOrEqual(200);
+    hits = await send(20);
+    expect(served(hits)).toEqual([addr(2), addr(5)]);
+    expect(agent.stats().routes[0]?.discovery).toBe('ok');
+  });
 });
