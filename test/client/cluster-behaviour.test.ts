@@ -1,0 +1,166 @@
+/**
+ * Cluster behaviour through the BalancedAgent, with real servers: waiting for discovery (and
+ * giving up with EVENLB_DISCOVERY_PENDING), EVENLB_SERVICE_NOT_FOUND, opt-in retries of
+ * idempotent requests, idle and age limits on connections, Prometheus metrics on the caller's
+ * registry, and graceful close.
+ */
+
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Registry } from 'prom-client';
+import { request } from 'undici';
+import { afterEach, describe, expect, test } from 'vitest';
+import {
+  BalancedAgent,
+  BaseEndpointSource,
+  clientMetricNames,
+  type EndpointInput,
+  EndpointSet,
+  StaticEndpointSource,
+} from '../../src/index.js';
+import { type Pod, startPod, startPods, stopPods, waitFor } from '../support/loopback-pods.js';
+
+/** A source that answers only when told to. */
+class ManualSource extends BaseEndpointSource {
+  constructor() {
+    super('manual:///');
+  }
+  publish(endpoints: EndpointInput[]): void {
+    this.publishEndpoints(EndpointSet.from(endpoints));
+  }
+  protected onClose(): void {}
+}
+
+const ROUTE = 'inventory.shop.svc:80';
+const URL = 'http://inventory.shop.svc/';
+
+describe('cluster behaviour', () => {
+  let pods: Pod[] = [];
+  let agent: BalancedAgent | undefined;
+  afterEach(async () => {
+    await agent?.close();
+    agent = undefined;
+    await stopPods(pods);
+  });
+
+  const call = (path = '/', method: 'GET' | 'POST' = 'GET') =>
+    request(`http://inventory.shop.svc${path}`, { dispatcher: agent, method }).then(
+      async (res) => ({ status: res.statusCode, body: (await res.body.text()).trim() }),
+      (err: { code?: string }) => ({ status: 0, body: '', code: err.code }),
+    );
+
+  test('a request waits for the first discovery answer, up to discoveryTimeoutMs', async () => {
+    pods = await startPods(1);
+    const source = new ManualSource();
+    agent = new BalancedAgent({ routes: { [ROUTE]: source }, discoveryTimeoutMs: 2_000 });
+    const waiting = call();
+    await new Promise((r) => setTimeout(r, 50));
+    source.publish([(pods[0] as Pod).endpoint]);
+    expect((await waiting).status).toBe(200);
+
+    const never = new ManualSource();
+    const other = new BalancedAgent({ routes: { [ROUTE]: never }, discoveryTimeoutMs: 100 });
+    try {
+      const err = await request(URL, { dispatcher: other }).then(
+        () => undefined,
+        (e: { code?: string }) => e,
+      );
+      expect(err?.code).toBe('EVENLB_DISCOVERY_PENDING');
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('a Service that does not exist fails with EVENLB_SERVICE_NOT_FOUND', async () => {
+    agent = new BalancedAgent({
+      routes: { [ROUTE]: `file://${join(tmpdir(), 'evenlb-no-such-file.json')}` },
+      sourceOptions: { file: { logger: { warn() {}, info() {} } } },
+    });
+    const r = await call();
+    expect(r).toMatchObject({ status: 0, code: 'EVENLB_SERVICE_NOT_FOUND' });
+  });
+
+  test('retryIdempotent retries GET on a 503 elsewhere, never POST', async () => {
+    const bad = await startPod({ status: 503 });
+    const good = await startPod();
+    pods = [bad, good];
+    agent = new BalancedAgent({
+      routes: { [ROUTE]: new StaticEndpointSource([bad.endpoint, good.endpoint]) },
+      policy: 'round-robin',
+      retryIdempotent: 1,
+      outlierDetection: false,
+    });
+    for (let i = 0; i < 6; i++) expect(await call()).toEqual({ status: 200, body: good.address });
+    const posts = [];
+    for (let i = 0; i < 6; i++) posts.push((await call('/', 'POST')).status);
+    expect(posts.filter((s) => s === 503).length).toBeGreaterThan(0);
+  });
+
+  test('idleTimeoutMs closes idle connections; maxConnectionAgeMs rotates busy ones', async () => {
+    const pod = await startPod({ keepAliveTimeoutMs: 30_000 });
+    pods = [pod];
+    agent = new BalancedAgent({
+      routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
+      idleTimeoutMs: 150,
+    });
+    await call();
+    expect(pod.openSockets).toBe(1);
+    const t = performance.now();
+    await waitFor(() => pod.openSockets === 0, 'the idle connection to close', 2_000);
+    const closedAfter = (pod.closedAt.get(1) ?? 0) - t;
+    expect(closedAfter).toBeGreaterThan(100);
+    await agent.close();
+
+    agent = new BalancedAgent({
+      routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
+      maxConnectionAgeMs: 100,
+      ageJitter: 0,
+    });
+    const before = pod.socketsOpened;
+    const until = performance.now() + 450;
+    let n = 0;
+    while (performance.now() < until && n < 5_000) {
+      await call();
+      n++;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    // About one new connection every 100 ms of steady traffic.
+    const opened = pod.socketsOpened - before;
+    expect(opened).toBeGreaterThanOrEqual(3);
+    expect(opened).toBeLessThanOrEqual(7);
+  });
+
+  test('Prometheus metrics on the caller registry', async () => {
+    pods = await startPods(2);
+    const registry = new Registry();
+    agent = new BalancedAgent({
+      name: 'checkout',
+      routes: { [ROUTE]: new StaticEndpointSource(pods.map((p) => p.endpoint)) },
+      metrics: { registry },
+    });
+    for (let i = 0; i < 10; i++) await call();
+    const text = await registry.metrics();
+    for (const name of Object.values(clientMetricNames)) expect(text).toContain(`# HELP ${name} `);
+    const requests = await registry.getSingleMetric(clientMetricNames.requests)?.get();
+    const total = requests?.values.reduce((n, v) => n + v.value, 0);
+    expect(total).toBe(10);
+    expect(requests?.values.every((v) => v.labels.client === 'checkout' && v.labels.route === ROUTE)).toBe(true);
+    const jain = await registry.getSingleMetric(clientMetricNames.imbalanceJain)?.get();
+    expect(jain?.values[0]?.value).toBeGreaterThan(0.9);
+    // A second agent on the same registry shares the instruments.
+    const second = new BalancedAgent({ name: 'second', routes: {}, metrics: { registry } });
+    await second.close();
+  });
+
+  test('close(): in-flight requests finish, new ones fail with EVENLB_CLOSED', async () => {
+    pods = await startPods(1, { delayMs: 200 });
+    agent = new BalancedAgent({ routes: { [ROUTE]: new StaticEndpointSource(pods.map((p) => p.endpoint)) } });
+    const inFlight = call();
+    await (pods[0] as Pod).waitForInFlight(1);
+    const closing = agent.close();
+    expect(await call()).toMatchObject({ status: 0, code: 'EVENLB_CLOSED' });
+    expect((await inFlight).status).toBe(200);
+    await closing;
+    await waitFor(() => (pods[0] as Pod).openSockets === 0, 'the server to see the socket close', 2_000);
+  });
+});
