@@ -22,7 +22,7 @@ export interface TargetRef {
 }
 
 export interface Endpoint {
-  /** IPv4 or IPv6 address (or a host name for DNS/FQDN-style endpoints). */
+  /** IPv4 or IPv6 address, never bracketed (or a host name for DNS/FQDN-style endpoints). */
   readonly address: string;
   readonly port: number;
   /** Relative weight, > 0; 1 unless stated. */
@@ -68,8 +68,15 @@ function invalid(field: string, expected: string, value: unknown): EvenlbError {
  */
 export function createEndpoint(input: EndpointInput): Endpoint {
   if (input === null || typeof input !== 'object') throw invalid('(endpoint)', 'an object', input);
-  const { address, port } = input;
+  const { port } = input;
+  let address = input.address;
   if (typeof address !== 'string' || address.length === 0) throw invalid('address', 'a non-empty string', address);
+  if (address.startsWith('[') && address.endsWith(']')) {
+    // "[v6]" as in URLs and keys: store the bare address, which is what sockets connect to.
+    const inner = address.slice(1, -1);
+    if (isIP(inner) !== 6) throw invalid('address', 'an IPv6 address when in brackets', address);
+    address = inner;
+  }
   if (!Number.isInteger(port) || port < 1 || port > 65535)
     throw invalid('port', 'an integer between 1 and 65535', port);
   const weight = input.weight ?? 1;

@@ -48,6 +48,7 @@ function fail(uri: string, part: string, expected: string): never {
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const HOST_LABEL = /^[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9])?$/;
+/** IANA service name as Kubernetes validates it: lowercase alphanumerics and single hyphens, <= 15. */
 const PORT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 function parsePortNumber(uri: string, text: string, form: string): number {
@@ -139,14 +140,20 @@ export function parseTarget(uri: string): Target {
       if (portText === '') fail(uri, 'empty port', form);
       let port: number | string;
       if (/^[0-9]+$/.test(portText)) port = parsePortNumber(uri, portText, form);
-      else if (portText.length <= 15 && PORT_NAME.test(portText)) port = portText;
+      else if (portText.length <= 15 && PORT_NAME.test(portText) && !portText.includes('--')) port = portText;
       else fail(uri, `port name ${JSON.stringify(portText)} is not a valid IANA service name`, form);
       return Object.freeze({ scheme: s, uri, name, namespace, port });
     }
     case 'file': {
       const path = `/${rest}`;
       if (path.endsWith('/')) fail(uri, 'the path names a directory', form);
-      return Object.freeze({ scheme: s, uri, path: decodeURIComponent(path) });
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(path);
+      } catch {
+        fail(uri, `malformed percent-encoding in ${JSON.stringify(path)}`, form);
+      }
+      return Object.freeze({ scheme: s, uri, path: decoded });
     }
   }
 }
