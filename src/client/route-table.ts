@@ -16,6 +16,8 @@ import { opt, optionError, type Parsed, parseOptions } from '../core/options.js'
 import type { Random } from '../core/random.js';
 import { parseTarget } from '../core/target.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
+// Registers the k8s:/// scheme (kubernetes: true routes need it); @kubernetes/client-node loads lazily.
+import '../discovery/kubernetes/index.js';
 import { ClientMetrics, type MetricsRegistry } from '../metrics/client-metrics.js';
 
 /** A route: a target URI, an `EndpointSource`, or either with per-route overrides. */
