@@ -124,3 +124,30 @@ export function downstreamResponseHeaders(headers: HeaderObject, version: string
   out.via = via === undefined ? hop : `${Array.isArray(via) ? via.join(', ') : via}, ${hop}`;
   return out;
 }
+
+/**
+ * Response headers to send downstream from undici's raw list (`[name, value, ...]` Buffers):
+ * hop-by-hop removed, `Via` added; a flat string list for `writeHead`. Values are decoded as
+ * latin1, the encoding Node writes header blocks in, so bytes pass through unchanged.
+ */
+export function downstreamRawHeaders(raw: readonly Buffer[], version: string): string[] {
+  const out: string[] = [];
+  let listed: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as Buffer;
+    if (name.length === 10 && name.toString('latin1').toLowerCase() === 'connection') {
+      listed = connectionListed([(raw[i + 1] as Buffer).toString('latin1')]);
+    }
+  }
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as Buffer).toString('latin1');
+    // Hop-by-hop names are 2 to 19 characters long; skip the lower-casing for the others.
+    if (name.length <= 19 || listed !== undefined) {
+      const lower = name.toLowerCase();
+      if (HOP.has(lower) || listed?.has(lower)) continue;
+    }
+    out.push(name, (raw[i + 1] as Buffer).toString('latin1'));
+  }
+  out.push('via', `${version} evenlb`);
+  return out;
+}

@@ -9,7 +9,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Dispatcher } from 'undici';
-import { downstreamResponseHeaders } from './hop-headers.js';
+import { downstreamRawHeaders, downstreamResponseHeaders } from './hop-headers.js';
 import { replyHttp1, replyHttp2, statusForError } from './local-reply.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -19,13 +19,19 @@ export type ExchangeDone = (status: number, reason: string | undefined) => void;
 
 const CLIENT_GONE = new Error('client closed the connection');
 
-export class Http1ResponseExchange implements Dispatcher.DispatchHandler {
+/**
+ * Upstream → HTTP/1.1 client. Written against undici's callback handler API so the raw header
+ * list is copied straight into the response (no header object is built and taken apart again):
+ * this is the proxy's hot path.
+ */
+export class Http1ResponseExchange {
   readonly #res: ServerResponse;
   readonly #done: ExchangeDone;
-  #controller: Dispatcher.DispatchController | undefined;
+  #abort: ((err?: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
   #status = 0;
   #finished = false;
-  readonly #resume = (): void => this.#controller?.resume();
+  readonly #onDrain = (): void => this.#resume?.();
 
   constructor(res: ServerResponse, done: ExchangeDone) {
     this.#res = res;
@@ -33,49 +39,45 @@ export class Http1ResponseExchange implements Dispatcher.DispatchHandler {
     res.once('close', () => {
       if (!this.#finished) {
         this.#finished = true;
-        this.#controller?.abort(CLIENT_GONE);
+        this.#abort?.(CLIENT_GONE);
         this.#done(0, 'client-closed');
       }
     });
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abort = abort;
   }
 
-  onResponseStart(
-    controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: Headers,
-    statusMessage?: string,
-  ): void {
-    this.#controller = controller;
-    if (statusCode < 200) return;
+  onHeaders(statusCode: number, raw: Buffer[], resume: () => void, statusText: string): boolean {
+    if (statusCode < 200 || this.#finished) return true;
     this.#status = statusCode;
-    const res = this.#res;
-    if (statusMessage !== undefined && statusMessage !== '') res.statusMessage = statusMessage;
-    res.writeHead(statusCode, downstreamResponseHeaders(headers, '1.1'));
+    this.#resume = resume;
+    this.#res.writeHead(statusCode, statusText, downstreamRawHeaders(raw, '1.1'));
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.#res.write(chunk)) {
-      controller.pause();
-      this.#res.once('drain', this.#resume);
-    }
+  onData(chunk: Buffer): boolean {
+    if (this.#finished) return true;
+    const ok = this.#res.write(chunk);
+    if (!ok) this.#res.once('drain', this.#onDrain);
+    return ok;
   }
 
-  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Headers): void {
+  onComplete(trailers: Buffer[] | string[] | null): void {
     if (this.#finished) return;
     this.#finished = true;
     const res = this.#res;
-    if (trailers !== null && typeof trailers === 'object' && Object.keys(trailers).length > 0 && res.chunkedEncoding) {
-      res.addTrailers(trailers as Record<string, string>);
+    if (trailers !== null && trailers.length > 0 && res.chunkedEncoding) {
+      const t: [string, string][] = [];
+      for (let i = 0; i < trailers.length; i += 2) t.push([String(trailers[i]), String(trailers[i + 1])]);
+      res.addTrailers(t);
     }
     res.end();
     this.#done(this.#status, undefined);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: Error): void {
     if (this.#finished) return;
     this.#finished = true;
     const { status, reason } = statusForError(err);
