@@ -55,8 +55,10 @@ export class ManualClock implements Clock {
     return { cancel: () => (timer.cancelled = true) };
   }
 
-  /** Moves time forward by `ms`, firing every timer that falls due, in order. */
+  /** Moves time forward by `ms` (finite, >= 0), firing every timer that falls due, in order. */
   advance(ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0)
+      throw new RangeError(`ManualClock.advance: ms must be a finite number >= 0; received ${ms}`);
     const end = this.#now + ms;
     for (;;) {
       this.#timers = this.#timers.filter((t) => !t.cancelled);

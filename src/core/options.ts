@@ -127,12 +127,11 @@ function parseOptionsAt<S extends Spec>(component: string, input: unknown, spec:
   const source = input as Record<string, unknown>;
   for (const key of Object.keys(source)) {
     if (!Object.hasOwn(spec, key)) {
-      const known = Object.keys(spec).join(', ');
-      throw new EvenlbError(
-        ErrorCodes.INVALID_OPTION,
-        `${component}: unknown option "${prefix}${key}"; known options are: ${known}`,
-        { details: { component, field: `${prefix}${key}` } },
-      );
+      const known = Object.keys(spec);
+      const hint = known.length === 0 ? 'this component takes no options' : `known options are: ${known.join(', ')}`;
+      throw new EvenlbError(ErrorCodes.INVALID_OPTION, `${component}: unknown option "${prefix}${key}"; ${hint}`, {
+        details: { component, field: `${prefix}${key}` },
+      });
     }
   }
   const out: Record<string, unknown> = {};
