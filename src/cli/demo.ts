@@ -7,7 +7,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { isEvenlbError } from '../core/errors.js';
 import { parseDemoOptions } from '../demo/demo-options.js';
-import { loadNetfilter } from '../demo/optional-parts.js';
+import { netfilterApi } from '../demo/netfilter-dataplane.js';
 import { PHASE_IDS } from '../demo/phases.js';
 import { runDemo } from '../demo/run-demo.js';
 
@@ -107,7 +107,7 @@ export function registerDemoCommand(program: Command): void {
       const outcome = await runDemo(options, {
         stdout: process.stdout,
         stderr: process.stderr,
-        netfilter: await loadNetfilter(),
+        netfilter: netfilterApi,
       });
       process.exitCode = outcome.exitCode;
     });

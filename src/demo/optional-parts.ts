@@ -7,7 +7,6 @@
 import type { Dispatcher } from 'undici';
 import type { Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
-import type { KubeProxyNamespaceLike, NetfilterApi } from './netfilter-dataplane.js';
 
 /** What the demo needs of `BalancedAgent`: an undici Dispatcher. */
 export type DemoAgent = Dispatcher;
@@ -53,34 +52,4 @@ export async function loadRecycler(): Promise<Recycler | undefined> {
   const mod = await importOptional(SERVER_ENTRY);
   const fn = mod?.recycleConnections;
   return typeof fn === 'function' ? (fn as Recycler) : undefined;
-}
-
-/** Reads `netfilterSupport()`'s answer, whatever its shape: undefined = supported, else what is missing. */
-function supportVerdict(answer: unknown): string | undefined {
-  if (answer === true || answer === undefined || answer === null) return undefined;
-  if (answer === false) return 'not supported on this machine';
-  if (typeof answer === 'string') return answer;
-  if (typeof answer === 'object') {
-    const a = answer as Record<string, unknown>;
-    const yes = a.ok ?? a.supported ?? a.available;
-    if (yes === true) return undefined;
-    const why = a.reason ?? a.message ?? a.missing;
-    if (typeof why === 'string') return why;
-    if (Array.isArray(why)) return why.join('; ');
-    return 'not supported on this machine';
-  }
-  return undefined;
-}
-
-/** evenlb's `KubeProxyNamespace` and `netfilterSupport()`, or undefined when this build has none. */
-export async function loadNetfilter(): Promise<NetfilterApi | undefined> {
-  const mod = await importOptional(MAIN_ENTRY);
-  const ns = mod?.KubeProxyNamespace as { create?: unknown } | undefined;
-  const support = mod?.netfilterSupport;
-  if (typeof ns?.create !== 'function' || typeof support !== 'function') return undefined;
-  const create = ns.create.bind(ns) as (options: { vip: string; port: number }) => Promise<KubeProxyNamespaceLike>;
-  return {
-    support: async () => supportVerdict(await (support as () => unknown)()),
-    create: (options) => create(options),
-  };
 }

@@ -66,9 +66,7 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
 
   if (options.dataplane === 'netfilter' && options.phases.includes('pinned')) {
     const missing =
-      io.netfilter === undefined
-        ? 'this build has no netfilter support (KubeProxyNamespace)'
-        : await io.netfilter.support();
+      io.netfilter === undefined ? 'this build has no netfilter support (KubeProxyNamespace)' : io.netfilter.support();
     if (missing !== undefined) {
       say(
         `evenlb demo: --dataplane netfilter needs Linux, root (CAP_NET_ADMIN and CAP_SYS_ADMIN, e.g. sudo), ` +

@@ -13,6 +13,7 @@ export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..'
 export const cliPath = join(repoRoot, 'dist', 'cli', 'main.js');
 
 export interface CliRun {
+  readonly pid: number | undefined;
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
   readonly stdout: string;
@@ -41,7 +42,7 @@ export function runCli(
     }, options.timeoutMs);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
+      resolve({ pid: child.pid, code, signal, stdout, stderr });
     });
   });
 }

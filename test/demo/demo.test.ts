@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PhaseResult } from '../../src/demo/phase-result.js';
+import { netfilterSupport } from '../../src/netfilter/index.js';
 import { accepts, cliPath, demoProcesses, eventually, netnsList, repoRoot, runCli } from './demo-helpers.js';
 
 interface DemoJson {
@@ -191,17 +192,72 @@ describe('evenlb demo', () => {
     expect(existsSync(join(dir, 'x.html'))).toBe(false);
   });
 
-  it('--dataplane netfilter without the means to use it says what is needed and exits 2', async () => {
-    const before = netnsList();
+  it('--dataplane netfilter: real kube-proxy rules when root, else says what is needed and exits 2', async () => {
+    const support = netfilterSupport();
+    const json = join(dir, 'netfilter.json');
     const r = await runCli(
-      ['demo', '--dataplane', 'netfilter', '--phases', 'pinned', '--duration', '4s', '--output', join(dir, 'n.html')],
+      [
+        'demo',
+        '--dataplane',
+        'netfilter',
+        '--phases',
+        'pinned',
+        '--duration',
+        '5s',
+        '--json',
+        json,
+        '--output',
+        join(dir, 'n.html'),
+      ],
+      { timeoutMs: 60_000 },
+    );
+    const ours = (): string[] => netnsList().filter((n) => n.startsWith(`evenlb-${r.pid}-`));
+    if (!support.ok) {
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/--dataplane netfilter needs Linux, root/);
+      return;
+    }
+    expect(r.code, r.stderr).toBe(0);
+    const pinned = (JSON.parse(readFileSync(json, 'utf8')) as DemoJson).phases[0];
+    expect(pinned?.status).toBe('ok');
+    if (pinned?.status !== 'ok') return;
+    expect(pinned.dataplane).toMatch(/iptables/);
+    // Conntrack pins every connection: nothing moves to the new pod until connections reopen.
+    expect(pinned.maxOverMean >= 1.3 || pinned.newPodShareOfFair <= 0.05).toBe(true);
+    expect(ours()).toEqual([]);
+  });
+
+  it('--dataplane netfilter: Ctrl-C removes the namespace and every process in it', async (ctx) => {
+    if (!netfilterSupport().ok) ctx.skip();
+    let sent = false;
+    const r = await runCli(
+      [
+        'demo',
+        '--dataplane',
+        'netfilter',
+        '--phases',
+        'pinned',
+        '--duration',
+        '20s',
+        '--progress',
+        'plain',
+        '--output',
+        join(dir, 'y.html'),
+      ],
       {
-        timeoutMs: 60_000,
+        timeoutMs: 30_000,
+        onStderr: (text, child) => {
+          if (!sent && /max\/mean/.test(text)) {
+            sent = true;
+            child.kill('SIGINT');
+          }
+        },
       },
     );
-    if (r.code === 2) expect(r.stderr).toMatch(/--dataplane netfilter needs Linux, root/);
-    else expect(r.code, r.stderr).toBe(0);
-    expect(netnsList()).toEqual(before);
+    expect(r.code, r.stderr).toBe(130);
+    const runId = /run ([0-9a-f]{8})/.exec(r.stderr)?.[1] as string;
+    expect(await eventually(() => demoProcesses(runId).length === 0, 5000)).toBe(true);
+    expect(netnsList().filter((n) => n.startsWith(`evenlb-${r.pid}-`))).toEqual([]);
   });
 
   it('rejects bad options with exit 2', async () => {
