@@ -2,7 +2,10 @@
  * The shape of `Cluster.stats()` (and of each route in `BalancedAgent.stats()`): per endpoint
  * counters and state, and per cluster imbalance figures over a sliding window.
  */
-import type { Imbalance } from '../metrics/imbalance.js';
+import type { Balancer } from '../balancing/balancer.js';
+import { type Imbalance, imbalance } from '../metrics/imbalance.js';
+import type { EndpointPool } from '../pool/endpoint-pool.js';
+import type { EndpointEntry } from './endpoint-entry.js';
 
 /**
  * Where an endpoint stands:
@@ -57,4 +60,117 @@ export interface ClusterStats {
   readonly endpoints: readonly EndpointStats[];
   /** Imbalance of `windowRequests` across eligible (and ejected) endpoints. */
   readonly window: { readonly windowMs: number; readonly imbalance: Imbalance };
+}
+
+/** What `collectClusterStats` reads from a cluster. */
+export interface ClusterStatsInput {
+  readonly name: string;
+  readonly target: string;
+  readonly mode: ClusterStats['mode'];
+  readonly policy: string;
+  readonly discovery: ClusterStats['discovery'];
+  readonly requests: number;
+  readonly retries: number;
+  readonly windowMs: number;
+  readonly bucketMs: number;
+  readonly nowMs: number;
+  readonly balancer: Balancer;
+  readonly entries: ReadonlyMap<string, EndpointEntry>;
+  /** Legacy (Service-keyed) pools, whose connections know their endpoint. */
+  readonly pools: Iterable<EndpointPool>;
+  /** Connections other transports reported, per endpoint key. */
+  readonly externalConnections: ReadonlyMap<string, number>;
+  timesEjected(key: string): number;
+}
+
+/** Builds the stats snapshot of one cluster. */
+export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
+  const now = input.nowMs;
+  const epoch = Math.floor(now / input.bucketMs);
+  const set = input.balancer.endpointSet;
+  const eligible = new Set(set.eligible().map((e) => e.key));
+  const ejected = input.balancer.ejected;
+  const keys = new Set<string>([
+    ...set.endpoints.map((e) => e.key),
+    ...input.entries.keys(),
+    ...input.externalConnections.keys(),
+  ]);
+  const legacyConns = new Map<string, { open: number; idle: number }>();
+  for (const pool of input.pools) {
+    for (const c of pool.connections()) {
+      if (c.endpoint === undefined || !c.socketOpen) continue;
+      const n = legacyConns.get(c.endpoint.key) ?? { open: 0, idle: 0 };
+      n.open++;
+      if (c.inFlight === 0) n.idle++;
+      legacyConns.set(c.endpoint.key, n);
+    }
+  }
+  const endpoints: EndpointStats[] = [];
+  let inFlight = 0;
+  let errors = 0;
+  for (const key of keys) {
+    const entry = input.entries.get(key);
+    const endpoint = set.get(key) ?? entry?.endpoint;
+    if (endpoint === undefined) continue;
+    const load = input.balancer.loads.peek(key);
+    let open = 0;
+    let idle = 0;
+    let queued = 0;
+    for (const pool of entry?.pools() ?? []) {
+      for (const c of pool.connections()) {
+        if (!c.socketOpen) continue;
+        open++;
+        if (c.inFlight === 0) idle++;
+      }
+      queued += pool.queued;
+    }
+    open += input.externalConnections.get(key) ?? 0;
+    const legacy = legacyConns.get(key);
+    if (legacy !== undefined) {
+      open += legacy.open;
+      idle += legacy.idle;
+    }
+    const state = ejected.has(key)
+      ? 'ejected'
+      : eligible.has(key)
+        ? 'eligible'
+        : set.has(key) && open === 0 && (load?.inFlight ?? 0) === 0
+          ? 'not-ready'
+          : 'draining';
+    inFlight += load?.inFlight ?? 0;
+    errors += load?.errors ?? 0;
+    endpoints.push({
+      key,
+      address: endpoint.address,
+      port: endpoint.port,
+      ...(endpoint.zone === undefined ? {} : { zone: endpoint.zone }),
+      ...(endpoint.targetRef === undefined ? {} : { pod: endpoint.targetRef.name }),
+      state,
+      requests: load?.requests ?? 0,
+      windowRequests: entry?.window.sum(epoch) ?? 0,
+      inFlight: load?.inFlight ?? 0,
+      errors: load?.errors ?? 0,
+      latencyMs: load === undefined ? 0 : load.latencyMs(now),
+      openConnections: open,
+      idleConnections: idle,
+      connectionsOpened: entry?.connectionsOpened ?? 0,
+      queued,
+      timesEjected: input.timesEjected(key),
+    });
+  }
+  endpoints.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const counted = endpoints.filter((e) => e.state === 'eligible' || e.state === 'ejected' || e.windowRequests > 0);
+  return {
+    name: input.name,
+    target: input.target,
+    mode: input.mode,
+    policy: input.policy,
+    discovery: input.discovery,
+    requests: input.requests,
+    retries: input.retries,
+    inFlight,
+    errors,
+    endpoints,
+    window: { windowMs: input.windowMs, imbalance: imbalance(counted.map((e) => e.windowRequests)) },
+  };
 }

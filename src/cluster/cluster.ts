@@ -27,8 +27,7 @@
  * const res = await request('https://webhook.policy.svc:8443/validate', { dispatcher: cluster.dispatcher });
  * await cluster.close();
  */
-import { createRequire } from 'node:module';
-import { buildConnector, Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { Balancer } from '../balancing/balancer.js';
 import { OutlierDetector } from '../balancing/outlier-detector.js';
 import type { PickContext } from '../balancing/picker.js';
@@ -39,9 +38,9 @@ import { FeatureGates } from '../core/feature-gates.js';
 import { createRandom, type Random } from '../core/random.js';
 import { createEndpointSource } from '../discovery/create-endpoint-source.js';
 import type { DiscoverySnapshot, EndpointSource } from '../discovery/endpoint-source.js';
-import { imbalance } from '../metrics/imbalance.js';
-import { EndpointPool, type EndpointPoolEvents } from '../pool/endpoint-pool.js';
+import type { EndpointPool, EndpointPoolEvents } from '../pool/endpoint-pool.js';
 import { type CloseReason, LifetimePolicy } from '../pool/lifetime-policy.js';
+import { ClusterDispatcher } from './cluster-dispatcher.js';
 import {
   type ClusterObserver,
   type ClusterOptions,
@@ -49,28 +48,12 @@ import {
   parseClusterOptions,
   type RequestOutcome,
 } from './cluster-options.js';
-import type { ClusterStats, EndpointStats } from './cluster-stats.js';
+import { type ClusterStats, collectClusterStats } from './cluster-stats.js';
+import { ClusterTransport } from './cluster-transport.js';
+import { EndpointEntry, WINDOW_BUCKETS } from './endpoint-entry.js';
+import { toLegacyHandler } from './handler-adapters.js';
 import { withHost } from './request-headers.js';
-import { type LegacyHandler, type RequestRouter, RoutedRequest } from './routed-request.js';
-import { SlidingCounter } from './sliding-counter.js';
-
-const require = createRequire(import.meta.url);
-/** undici's adapter from the new handler API (`onRequestStart`...) to the callback style its Client runs. */
-const UnwrapHandler = require('undici/lib/handler/unwrap-handler.js') as new (
-  handler: Dispatcher.DispatchHandler,
-) => LegacyHandler;
-
-const WINDOW_BUCKETS = 10;
-
-/** The handler in the callback style undici's Client runs (new-style handlers are adapted). */
-export function toLegacyHandler(handler: Dispatcher.DispatchHandler): LegacyHandler {
-  return typeof handler.onRequestStart === 'function' ? new UnwrapHandler(handler) : (handler as LegacyHandler);
-}
-
-/** Delivers `err` to a handler of either undici style, as a request that never started. */
-export function failHandler(handler: Dispatcher.DispatchHandler, err: Error): void {
-  toLegacyHandler(handler).onError(err);
-}
+import { type RequestRouter, RoutedRequest } from './routed-request.js';
 
 /** One request sent by a transport the cluster does not own; see `Cluster.acquire()`. */
 export interface RequestTicket {
@@ -79,23 +62,7 @@ export interface RequestTicket {
   end(outcome: RequestOutcome): void;
 }
 
-/** Per-endpoint state the cluster keeps beside the balancer's load record. */
-class EndpointEntry {
-  endpoint: Endpoint;
-  http: EndpointPool | undefined;
-  https: EndpointPool | undefined;
-  readonly window = new SlidingCounter(WINDOW_BUCKETS);
-  connectionsOpened = 0;
-  constructor(endpoint: Endpoint) {
-    this.endpoint = endpoint;
-  }
-  pools(): EndpointPool[] {
-    const out: EndpointPool[] = [];
-    if (this.http !== undefined) out.push(this.http);
-    if (this.https !== undefined) out.push(this.https);
-    return out;
-  }
-}
+export { failHandler, toLegacyHandler } from './handler-adapters.js';
 
 export class Cluster implements RequestRouter {
   readonly name: string;
@@ -108,7 +75,7 @@ export class Cluster implements RequestRouter {
   readonly #clock: Clock;
   readonly #ownsSource: boolean;
   readonly #outlier: OutlierDetector | undefined;
-  readonly #lifetime: LifetimePolicy;
+  readonly #transport: ClusterTransport;
   readonly #observer: ClusterObserver | undefined;
   readonly #entries = new Map<string, EndpointEntry>();
   readonly #legacyPools = new Map<string, EndpointPool>();
@@ -117,9 +84,7 @@ export class Cluster implements RequestRouter {
   readonly #externalConnections = new Map<string, number>();
   readonly #pick: PickContext = {};
   readonly #bucketMs: number;
-  readonly #poolEvents: EndpointPoolEvents;
   readonly #unsubscribe: () => void;
-  #connectors: { http?: ReturnType<typeof buildConnector>; https?: ReturnType<typeof buildConnector> } = {};
   #pending = true;
   #legacyExclude: string | undefined;
   #lastOrigin: unknown;
@@ -146,7 +111,7 @@ export class Cluster implements RequestRouter {
       clock: this.#clock,
       random,
     });
-    this.#lifetime = new LifetimePolicy(
+    const lifetime = new LifetimePolicy(
       {
         maxRequestsPerConnection: o.maxRequestsPerConnection,
         maxConnectionAgeMs: o.maxConnectionAgeMs,
@@ -164,7 +129,7 @@ export class Cluster implements RequestRouter {
         onEject: (key, ms) => this.#observer?.ejected?.(this.name, key, ms),
       });
     }
-    this.#poolEvents = {
+    const poolEvents: EndpointPoolEvents = {
       onConnectionOpen: (pool, conn) => {
         const key = conn.endpoint?.key ?? pool.origin;
         const entry = conn.endpoint === undefined ? undefined : this.#entries.get(conn.endpoint.key);
@@ -176,6 +141,7 @@ export class Cluster implements RequestRouter {
         if (conn.endpoint !== undefined) this.#forgetIfGone(conn.endpoint.key);
       },
     };
+    this.#transport = new ClusterTransport(o, lifetime, this.#clock, poolEvents);
     if (typeof o.target === 'string') {
       this.source = createEndpointSource(o.target, { clock: this.#clock, ...(o.sourceOptions ?? {}) });
       this.#ownsSource = true;
@@ -327,82 +293,7 @@ export class Cluster implements RequestRouter {
 
   /** Stats per endpoint and for the whole cluster. */
   stats(): ClusterStats {
-    const now = this.#clock.now();
-    const epoch = Math.floor(now / this.#bucketMs);
-    const set = this.balancer.endpointSet;
-    const eligible = new Set(set.eligible().map((e) => e.key));
-    const ejected = this.balancer.ejected;
-    const keys = new Set<string>([
-      ...set.endpoints.map((e) => e.key),
-      ...this.#entries.keys(),
-      ...this.#externalConnections.keys(),
-    ]);
-    const legacyConns = new Map<string, { open: number; idle: number }>();
-    for (const pool of this.#legacyPools.values()) {
-      for (const c of pool.connections()) {
-        if (c.endpoint === undefined || !c.socketOpen) continue;
-        const n = legacyConns.get(c.endpoint.key) ?? { open: 0, idle: 0 };
-        n.open++;
-        if (c.inFlight === 0) n.idle++;
-        legacyConns.set(c.endpoint.key, n);
-      }
-    }
-    const endpoints: EndpointStats[] = [];
-    let inFlight = 0;
-    let errors = 0;
-    for (const key of keys) {
-      const entry = this.#entries.get(key);
-      const endpoint = set.get(key) ?? entry?.endpoint;
-      if (endpoint === undefined) continue;
-      const load = this.balancer.loads.peek(key);
-      let open = 0;
-      let idle = 0;
-      let queued = 0;
-      for (const pool of entry?.pools() ?? []) {
-        for (const c of pool.connections()) {
-          if (!c.socketOpen) continue;
-          open++;
-          if (c.inFlight === 0) idle++;
-        }
-        queued += pool.queued;
-      }
-      open += this.#externalConnections.get(key) ?? 0;
-      const legacy = legacyConns.get(key);
-      if (legacy !== undefined) {
-        open += legacy.open;
-        idle += legacy.idle;
-      }
-      const state = ejected.has(key)
-        ? 'ejected'
-        : eligible.has(key)
-          ? 'eligible'
-          : set.has(key) && open === 0 && (load?.inFlight ?? 0) === 0
-            ? 'not-ready'
-            : 'draining';
-      inFlight += load?.inFlight ?? 0;
-      errors += load?.errors ?? 0;
-      endpoints.push({
-        key,
-        address: endpoint.address,
-        port: endpoint.port,
-        ...(endpoint.zone === undefined ? {} : { zone: endpoint.zone }),
-        ...(endpoint.targetRef === undefined ? {} : { pod: endpoint.targetRef.name }),
-        state,
-        requests: load?.requests ?? 0,
-        windowRequests: entry?.window.sum(epoch) ?? 0,
-        inFlight: load?.inFlight ?? 0,
-        errors: load?.errors ?? 0,
-        latencyMs: load === undefined ? 0 : load.latencyMs(now),
-        openConnections: open,
-        idleConnections: idle,
-        connectionsOpened: entry?.connectionsOpened ?? 0,
-        queued,
-        timesEjected: this.#outlier?.state(key).timesEjected ?? 0,
-      });
-    }
-    endpoints.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const counted = endpoints.filter((e) => e.state === 'eligible' || e.state === 'ejected' || e.windowRequests > 0);
-    return {
+    return collectClusterStats({
       name: this.name,
       target: this.source.target,
       mode: this.mode,
@@ -410,11 +301,15 @@ export class Cluster implements RequestRouter {
       discovery: this.source.snapshot().status.state,
       requests: this.#requests,
       retries: this.#retries,
-      inFlight,
-      errors,
-      endpoints,
-      window: { windowMs: this.options.statsWindowMs, imbalance: imbalance(counted.map((e) => e.windowRequests)) },
-    };
+      windowMs: this.options.statsWindowMs,
+      bucketMs: this.#bucketMs,
+      nowMs: this.#clock.now(),
+      balancer: this.balancer,
+      entries: this.#entries,
+      pools: this.#legacyPools.values(),
+      externalConnections: this.#externalConnections,
+      timesEjected: (key) => this.#outlier?.state(key).timesEjected ?? 0,
+    });
   }
 
   /** Graceful: new requests fail with `EVENLB_CLOSED`; in-flight ones finish; then sockets close. Idempotent. */
@@ -462,7 +357,7 @@ export class Cluster implements RequestRouter {
     entry.window.add(Math.floor(request.startMs / this.#bucketMs));
     let pool = request.https ? entry.https : entry.http;
     if (pool === undefined || pool.draining) {
-      pool = this.#createPool(endpoint, request.https);
+      pool = this.#transport.createPool(endpoint, request.https);
       if (request.https) entry.https = pool;
       else entry.http = pool;
     }
@@ -603,79 +498,18 @@ export class Cluster implements RequestRouter {
     this.#entries.delete(key);
   }
 
-  #connector(https: boolean): ReturnType<typeof buildConnector> {
-    const key = https ? 'https' : 'http';
-    let c = this.#connectors[key];
-    if (c === undefined) {
-      const o = this.options;
-      const tls = o.tls;
-      c = buildConnector({
-        timeout: o.connectTimeoutMs,
-        ...(https
-          ? {
-              allowH2: o.allowH2,
-              rejectUnauthorized: tls?.rejectUnauthorized ?? true,
-              ...(tls?.ca === undefined ? {} : { ca: tls.ca as string | Buffer | (string | Buffer)[] }),
-              ...(tls?.cert === undefined ? {} : { cert: tls.cert as string | Buffer | (string | Buffer)[] }),
-              ...(tls?.key === undefined ? {} : { key: tls.key as string | Buffer | (string | Buffer)[] }),
-              ...(tls?.servername === undefined ? {} : { servername: tls.servername }),
-            }
-          : { useH2c: o.h2c }),
-      } as buildConnector.BuildOptions);
-      this.#connectors[key] = c;
-    }
-    return c;
-  }
-
-  #clientOptions(https: boolean) {
-    const o = this.options;
-    return {
-      allowH2: https ? o.allowH2 : o.h2c,
-      maxConcurrentStreams: o.maxConcurrentStreams,
-      ...(o.headersTimeoutMs === undefined ? {} : { headersTimeout: o.headersTimeoutMs }),
-      ...(o.bodyTimeoutMs === undefined ? {} : { bodyTimeout: o.bodyTimeoutMs }),
-      ...(o.idleTimeoutMs === undefined
-        ? {}
-        : { keepAliveTimeout: o.idleTimeoutMs * 2, keepAliveMaxTimeout: Math.max(o.idleTimeoutMs * 2, 600_000) }),
-    };
-  }
-
-  #createPool(endpoint: Endpoint, https: boolean): EndpointPool {
-    return new EndpointPool({
-      origin: `${https ? 'https' : 'http'}://${endpoint.key}`,
-      endpoint,
-      lifetime: this.#lifetime,
-      clock: this.#clock,
-      maxConnections: this.options.connectionsPerEndpoint,
-      connector: this.#connector(https),
-      maxConcurrentStreams: this.options.maxConcurrentStreams,
-      clientOptions: this.#clientOptions(https),
-      events: this.#poolEvents,
-    });
-  }
-
   #legacyPool(request: RoutedRequest): EndpointPool {
     const origin = request.opts.origin;
     const key = typeof origin === 'string' ? origin : String(origin);
     let pool = this.#legacyPools.get(key);
     if (pool === undefined) {
-      pool = new EndpointPool({
-        origin: new URL(key).origin,
-        lifetime: this.#lifetime,
-        clock: this.#clock,
-        maxConnections: this.options.connectionsPerEndpoint,
-        connector: this.#connector(request.https),
-        maxConcurrentStreams: this.options.maxConcurrentStreams,
-        clientOptions: this.#clientOptions(request.https),
-        events: this.#poolEvents,
-        resolveEndpoint: () => {
-          const ctx = this.#pick;
-          ctx.exclude = this.#legacyExclude;
-          this.#legacyExclude = undefined;
-          const picked = this.balancer.picker.pick(ctx);
-          if (picked.type === 'none') return this.#noEndpointError(picked.reason);
-          return picked.endpoint;
-        },
+      pool = this.#transport.createLegacyPool(new URL(key).origin, request.https, () => {
+        const ctx = this.#pick;
+        ctx.exclude = this.#legacyExclude;
+        this.#legacyExclude = undefined;
+        const picked = this.balancer.picker.pick(ctx);
+        if (picked.type === 'none') return this.#noEndpointError(picked.reason);
+        return picked.endpoint;
       });
       this.#legacyPools.set(key, pool);
     }
@@ -698,35 +532,5 @@ export class Cluster implements RequestRouter {
     if (err === undefined) await Promise.all(pools.map((p) => p.close()));
     else await Promise.all(pools.map((p) => p.destroy(closedError)));
     if (this.#ownsSource) await this.source.close();
-  }
-}
-
-/** A `Dispatcher` facade over a cluster, for undici's `request`, `fetch`, `stream`... */
-class ClusterDispatcher extends Dispatcher {
-  readonly #cluster: Cluster;
-  constructor(cluster: Cluster) {
-    super();
-    this.#cluster = cluster;
-  }
-  override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    return this.#cluster.dispatch(opts, handler);
-  }
-  override close(): Promise<void>;
-  override close(callback: () => void): void;
-  override close(callback?: () => void): Promise<void> | void {
-    const p = this.#cluster.close();
-    if (callback === undefined) return p;
-    p.then(callback, callback);
-  }
-  override destroy(): Promise<void>;
-  override destroy(err: Error | null): Promise<void>;
-  override destroy(callback: () => void): void;
-  override destroy(err: Error | null, callback: () => void): void;
-  override destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | void {
-    const err = typeof a === 'function' ? undefined : (a ?? undefined);
-    const callback = typeof a === 'function' ? a : b;
-    const p = this.#cluster.destroy(err);
-    if (callback === undefined) return p;
-    p.then(callback, callback);
   }
 }
