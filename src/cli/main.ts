@@ -4,6 +4,8 @@
  * program here; usage errors (unknown flags, bad values) exit with code 2.
  */
 import { Command, CommanderError } from 'commander';
+// Registers the k8s:/// scheme with createEndpointSource (proxy and client routes use it).
+import '../discovery/kubernetes/index.js';
 import { version } from '../version.js';
 import { registerDemoCommand } from './demo.js';
 import { registerProxyCommand } from './proxy.js';

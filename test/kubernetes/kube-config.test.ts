@@ -190,6 +190,40 @@ describe('kubeconfig', () => {
     }
   });
 
+  it('accepts a plain-HTTP server (kubectl proxy) without insecure-skip-tls-verify', async () => {
+    const plain = await FakeKubeApiServer.start({ token: 'proxy-token' });
+    plain.applyService(service({ name: 'web', namespace: 'cfg', ports: [{ port: 80, targetPort: 8080 }] }));
+    plain.applyEndpointSlice(
+      endpointSlice({
+        name: 'web-a',
+        namespace: 'cfg',
+        service: 'web',
+        ports: [{ port: 8080 }],
+        endpoints: [{ address: '10.0.0.4' }],
+      }),
+    );
+    const file = join(dir, 'plain-config');
+    await writeFile(
+      file,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'local',
+        clusters: [{ name: 'local', cluster: { server: plain.url } }],
+        users: [{ name: 'me', user: { token: 'proxy-token' } }],
+        contexts: [{ name: 'local', context: { cluster: 'local', user: 'me' } }],
+      }),
+    );
+    const source = await follow({ kubeconfig: file, env: {} });
+    try {
+      await waitForSnapshot(source, okWith('10.0.0.4:8080'));
+      expect(plain.requests.at(-1)?.token).toBe('proxy-token');
+    } finally {
+      await source.close();
+      await plain.close();
+    }
+  });
+
   it('uses ~/.kube/config when nothing else is configured', async () => {
     const home = join(dir, 'home');
     execFileSync('mkdir', ['-p', join(home, '.kube')]);

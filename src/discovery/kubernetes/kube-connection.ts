@@ -252,7 +252,10 @@ export class KubeConnection {
     try {
       await kc.applyToHTTPSOptions(opts as Parameters<KubeConfigInstance['applyToHTTPSOptions']>[0]);
     } catch (err) {
-      throw failure(config, 'cannot obtain credentials', err);
+      // client-node refuses to build an agent for a plain-HTTP server (`kubectl proxy`) unless
+      // insecure-skip-tls-verify is set; it has filled in the credentials by then, and plain
+      // HTTP needs no TLS material, so such a server is used as kubectl would use it.
+      if (!cluster.server.startsWith('http:')) throw failure(config, 'cannot obtain credentials', err);
     }
     for (const [name, value] of Object.entries(opts.headers ?? {})) {
       if (typeof value === 'string' || typeof value === 'number') headers[name.toLowerCase()] = String(value);

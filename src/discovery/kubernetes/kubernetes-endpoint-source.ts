@@ -225,9 +225,10 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
       // Discovery is failing: keep serving what is known. Objects in the shared copy are the
       // last ones the API server sent, so a set computed from them is still "last known".
       const endpoints = resolved?.type === 'endpoints' ? resolved.endpoints : current.endpoints;
+      // Both watches failing for one cause (the API server is down) is one failure to report.
       const same =
         current.status.state === 'degraded' &&
-        current.status.error === state.failure &&
+        current.status.error.message === state.failure.message &&
         current.endpoints.equals(endpoints);
       if (!same) this.publishFailure(state.failure, endpoints);
       return;
