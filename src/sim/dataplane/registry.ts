@@ -65,7 +65,7 @@ function evenlbDataplane(policy: BalancingPolicy): DataplaneModel {
     description: `evenlb Balancer, policy ${policy.name}: ${policy.description}`,
     granularity: 'request',
     policyKind: policy.kind,
-    createRouter: (ctx) => new PerRequestRouter(ctx, new BalancerPicker(ctx, policy.name)),
+    createRouter: (ctx) => new PerRequestRouter(ctx, new BalancerPicker(ctx, policy.name, policy.kind)),
   };
 }
 

@@ -24,7 +24,7 @@ export const builtinScenarios: readonly BuiltinScenario[] = [
         '8 clients hold 16 long-lived connections to 4 single-worker pods (50% busy on average) and send Poisson traffic; nothing changes.',
       pods: { count: 4, workers: 1 },
       clients: { count: 8, connections: 16, arrival: { type: 'poisson', ratePerSecond: 50 } },
-      measure: { from: 'start', windowMs: 120_000 },
+      measure: { from: 'start', windowMs: 300_000 },
     }),
   },
   {
@@ -47,11 +47,11 @@ export const builtinScenarios: readonly BuiltinScenario[] = [
       name: 'hpa-scale-out',
       description:
         'The HPA scales 4 pods running at 90% to 8; existing connections stay where they are unless a lifetime limit (--max-age, --max-requests) re-dials them.',
-      bucketMs: 2000,
-      pods: { count: 4, workers: 1, serviceTime: { type: 'exponential', meanMs: 3.6 }, readyDelayMs: 2000 },
-      clients: { count: 100, connections: 2000, arrival: { type: 'poisson', ratePerSecond: 10 } },
+      bucketMs: 5000,
+      pods: { count: 4, workers: 1, serviceTime: { type: 'exponential', meanMs: 7.2 }, readyDelayMs: 2000 },
+      clients: { count: 100, connections: 2000, arrival: { type: 'poisson', ratePerSecond: 5 } },
       events: [{ type: 'scale', atMs: 10_000, pods: 8 }],
-      measure: { from: 'settled', windowMs: 120_000 },
+      measure: { from: 'settled', windowMs: 240_000 },
     }),
   },
   {
@@ -82,7 +82,7 @@ export const builtinScenarios: readonly BuiltinScenario[] = [
       pods: { count: 3, workers: 16, serviceTime: { type: 'exponential', meanMs: 20 } },
       clients: { count: 3, connections: 3, arrival: { type: 'poisson', ratePerSecond: 50 } },
       events: [{ type: 'burst', atMs: 5000, requestsPerClient: 200, spreadMs: 200, everyMs: 10_000 }],
-      measure: { from: 'start', windowMs: 60_000 },
+      measure: { from: 'start', windowMs: 120_000 },
       dataplanes: evenlbAndApiserver,
     }),
   },

@@ -168,16 +168,16 @@ export function parseScenario(raw: unknown, source: string): Scenario {
   if (Math.ceil(clientCount / s.clients.nodes) > 65_000) {
     fail(component, 'clients.count', `at most 65000 per node (${s.clients.nodes} nodes)`, clientCount);
   }
+  // As Kubernetes validates a Deployment: maxSurge and maxUnavailable may not both be 0 (or 0%).
+  const isZero = (v: number | string) => v === 0 || (typeof v === 'string' && Number.parseFloat(v) === 0);
   (s.events ?? []).forEach((e, i) => {
-    if (e.type === 'rolling-update' && resolveIntOrPercent(e.maxSurge, 100, true) === 0) {
-      if (resolveIntOrPercent(e.maxUnavailable, 100, false) === 0) {
-        fail(
-          component,
-          `events[${i}].maxUnavailable`,
-          'not 0 when maxSurge is 0 (the rollout could never progress)',
-          0,
-        );
-      }
+    if (e.type === 'rolling-update' && isZero(e.maxSurge) && isZero(e.maxUnavailable)) {
+      fail(
+        component,
+        `events[${i}].maxUnavailable`,
+        'not 0 when maxSurge is 0 (the rollout could never progress)',
+        e.maxUnavailable,
+      );
     }
   });
   const finite = s.clients.arrival.count !== undefined;

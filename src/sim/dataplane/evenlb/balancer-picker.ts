@@ -20,9 +20,12 @@ export class BalancerPicker implements RequestPicker {
   readonly #shared: boolean;
   readonly #clientKeys: boolean;
 
-  constructor(ctx: SimulationContext, policy: string) {
+  constructor(ctx: SimulationContext, policy: string, kind: 'load' | 'hash') {
     this.#ctx = ctx;
-    this.#shared = ctx.scenario.clients.balancerScope === 'shared';
+    // A hash policy's pick depends only on the request key and the endpoint set (it reads no
+    // load signal and draws no random number when given a key), so every client's balancer
+    // would build the same table: one shared balancer picks identically at 1/N of the cost.
+    this.#shared = ctx.scenario.clients.balancerScope === 'shared' || kind === 'hash';
     this.#clientKeys = ctx.scenario.clients.hashKey === 'client';
     const count = this.#shared ? 1 : ctx.clients.length;
     for (let i = 0; i < count; i++) {

@@ -1,0 +1,41 @@
+/**
+ * Every evenlb policy in the registry, as an `evenlb:<policy>` dataplane, in every built-in
+ * scenario: per-request picks from the production Balancer keep max/mean ≤ 1.05 where
+ * kube-proxy's per-connection placement does not.
+ *
+ * Hash policies (kind `hash`: ring-hash, maglev, source-hash) are reported but exempt: they
+ * map request keys to pods for affinity, so their spread is set by the key distribution and
+ * by the hash table's segment sizes (a ring with few points per pod is uneven by
+ * construction), not by load.
+ */
+import { describe, expect, it } from 'vitest';
+import { listDataplanes } from '../../src/sim/dataplane/registry.js';
+import { builtinScenarios } from '../../src/sim/scenario/builtin-scenarios.js';
+import { runBuiltin } from './support.js';
+
+const evenlb = listDataplanes().filter((d) => d.name.startsWith('evenlb:'));
+
+describe('evenlb:<policy> dataplanes', () => {
+  it('include every registered policy', () => {
+    const names = evenlb.map((d) => d.name);
+    expect(names).toEqual(expect.arrayContaining(['evenlb:round-robin', 'evenlb:least-request']));
+    expect(names.length).toBeGreaterThanOrEqual(2);
+  });
+
+  for (const scenario of builtinScenarios) {
+    it(`${scenario.name}: every load policy reaches max/mean ≤ 1.05`, () => {
+      const report = runBuiltin(
+        scenario.name,
+        evenlb.map((d) => d.name),
+      );
+      const failures: string[] = [];
+      for (const r of report.results) {
+        expect(r.requests.failed).toBe(0);
+        expect(r.requests.window).toBeGreaterThan(0);
+        if (r.policyKind === 'hash') continue;
+        if (r.maxOverMean > 1.05) failures.push(`${r.dataplane}: ${r.maxOverMean}`);
+      }
+      expect(failures).toEqual([]);
+    });
+  }
+});

@@ -1,0 +1,34 @@
+/** Helpers for the simulator tests: run a built-in scenario with knobs and pick results apart. */
+import { resolveDataplanes } from '../../src/sim/dataplane/registry.js';
+import type { SimDataplaneResult, SimReport } from '../../src/sim/report/sim-report.js';
+import { runScenario } from '../../src/sim/run-simulation.js';
+import { findBuiltinScenario } from '../../src/sim/scenario/builtin-scenarios.js';
+import { applyKnobs, type ScenarioKnobs } from '../../src/sim/scenario/scenario-knobs.js';
+import { parseScenario } from '../../src/sim/scenario/scenario-spec.js';
+
+export function runBuiltin(
+  name: string,
+  dataplanes: readonly string[],
+  knobs: ScenarioKnobs = {},
+  seed = 1,
+): SimReport {
+  const builtin = findBuiltinScenario(name);
+  if (builtin === undefined) throw new Error(`no built-in scenario ${name}`);
+  const scenario = parseScenario(applyKnobs(builtin.raw(), knobs), name);
+  return runScenario({ scenario, dataplanes: resolveDataplanes(dataplanes), seed });
+}
+
+export function runRaw(raw: unknown, dataplanes: readonly string[], seed = 1): SimReport {
+  return runScenario({ scenario: parseScenario(raw, 'test'), dataplanes: resolveDataplanes(dataplanes), seed });
+}
+
+export function result(report: SimReport, dataplane: string): SimDataplaneResult {
+  const r = report.results.find((x) => x.dataplane === dataplane);
+  if (r === undefined) throw new Error(`no result for ${dataplane}`);
+  return r;
+}
+
+/** Measured pods' load as a multiple of the mean, in creation order. */
+export function overMeans(r: SimDataplaneResult): number[] {
+  return r.pods.filter((p) => p.measured).map((p) => p.overMean);
+}
