@@ -9,7 +9,7 @@ import https from 'node:https';
 import { type Dispatcher, getGlobalDispatcher, request, setGlobalDispatcher, fetch as undiciFetch } from 'undici';
 import { afterEach, describe, expect, test } from 'vitest';
 import { BalancedAgent, createHttpAgent, StaticEndpointSource } from '../../src/index.js';
-import { type Pod, startPods, stopPods } from '../support/loopback-pods.js';
+import { type Pod, startPods, stopPods, waitFor } from '../support/loopback-pods.js';
 import { testCertificates } from '../support/test-certificates.js';
 
 const HOST = 'search.prod.svc';
@@ -167,6 +167,24 @@ describe('caller compatibility', () => {
       }
     } finally {
       await httpsAgent.close();
+    }
+  });
+
+  test('createHttpAgent: an endpoint that leaves the set loses its idle sockets at once', async () => {
+    pods = await startPods(2, { keepAliveTimeoutMs: 30_000 });
+    const [a, b] = pods as [Pod, Pod];
+    const source = new StaticEndpointSource([a.endpoint, b.endpoint]);
+    const httpAgent = createHttpAgent({ routes: { [`${HOST}:80`]: source }, policy: 'round-robin' });
+    try {
+      for (let i = 0; i < 4; i++) await nodeGet(`http://${HOST}/`, httpAgent);
+      expect(a.openSockets).toBe(1);
+      const removedAt = performance.now();
+      source.update([b.endpoint]);
+      await waitFor(() => a.openSockets === 0, 'the removed pod to see its idle socket close', 2_000);
+      expect((a.closedAt.get(1) ?? Number.POSITIVE_INFINITY) - removedAt).toBeLessThan(500);
+      for (let i = 0; i < 4; i++) expect((await nodeGet(`http://${HOST}/`, httpAgent)).body).toBe(b.address);
+    } finally {
+      await httpAgent.close();
     }
   });
 });

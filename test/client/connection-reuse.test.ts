@@ -71,4 +71,16 @@ describe('connection reuse and lifetime', () => {
     for (const [, n] of closedFull) expect(n).toBe(10);
     expect(counts.filter((n) => n < 10).length).toBeLessThanOrEqual(4);
   });
+
+  test('connectionsPerEndpoint: 2 caps sockets; extra requests queue and all complete', async () => {
+    const pod = await startPod({ delayMs: 50, keepAliveTimeoutMs: 30_000 });
+    pods = [pod];
+    agent = new BalancedAgent({
+      routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
+      connectionsPerEndpoint: 2,
+    });
+    expect(await Promise.all(Array.from({ length: 10 }, () => get()))).toEqual(Array(10).fill(200));
+    expect(pod.socketsOpened).toBe(2);
+    expect([...pod.requestsPerSocket.values()].sort()).toEqual([5, 5]);
+  });
 });
