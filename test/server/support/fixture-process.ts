@@ -33,7 +33,7 @@ export async function bundleFixture(entry: string): Promise<string> {
   return outfile;
 }
 
-export type FixtureMessage = Record<string, unknown> & { readonly type: string };
+export type FixtureMessage = Record<string, unknown> & { readonly type?: string };
 
 export interface ExitInfo {
   readonly code: number | null;
@@ -84,17 +84,21 @@ export class FixtureProcess {
     timeoutMs = 10_000,
     match: (m: FixtureMessage) => boolean = () => true,
   ): Promise<FixtureMessage> {
-    const pred = (m: FixtureMessage) => m.type === type && match(m);
-    const seen = this.messages.find(pred);
+    return this.waitForMessage((m) => m.type === type && match(m), timeoutMs, `"${type}" message`);
+  }
+
+  /** Resolves with the first message (already received or future) satisfying `predicate`. */
+  waitForMessage(predicate: (m: FixtureMessage) => boolean, timeoutMs: number, what: string): Promise<FixtureMessage> {
+    const seen = this.messages.find(predicate);
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         const i = this.#waiters.indexOf(waiter);
         if (i >= 0) this.#waiters.splice(i, 1);
-        reject(new Error(`no "${type}" message within ${timeoutMs} ms; stderr: ${this.stderr}`));
+        reject(new Error(`no ${what} within ${timeoutMs} ms; stderr: ${this.stderr}`));
       }, timeoutMs);
       const waiter = {
-        match: pred,
+        match: predicate,
         resolve: (m: FixtureMessage) => {
           clearTimeout(timer);
           resolve(m);
@@ -105,7 +109,7 @@ export class FixtureProcess {
         if (!this.#waiters.includes(waiter)) return;
         this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
         clearTimeout(timer);
-        reject(new Error(`process exited before a "${type}" message; stderr: ${this.stderr}`));
+        reject(new Error(`process exited before a ${what}; stderr: ${this.stderr}`));
       });
     });
   }
