@@ -22,6 +22,7 @@ import { Backoff } from './backoff.js';
 import type { ApiResult, KubeApiClient, Query } from './kube-api-client.js';
 import { describeConnection } from './kube-connection.js';
 import { isExpiredStatus, isRecord, objectName, resourceVersionOf } from './kube-objects.js';
+import { type AbortReason, RequestAttempt as Attempt } from './request-attempt.js';
 
 /** Timing of list+watch; every value is configurable so tests can run fast. */
 export interface WatchTiming {
@@ -65,55 +66,6 @@ export interface ReflectorStats {
   idleRestarts: number;
   /** Failed requests and broken streams. */
   failures: number;
-}
-
-type AbortReason = 'timeout' | 'idle' | 'closed';
-
-/** One request's abort controller and its deadline / idle timer. */
-class Attempt {
-  readonly controller = new AbortController();
-  reason: AbortReason | undefined;
-  #timer: TimerHandle | undefined;
-  #lastActivityMs = 0;
-  readonly #clock: Clock;
-
-  constructor(clock: Clock, timeoutMs: number) {
-    this.#clock = clock;
-    this.#timer = clock.setTimeout(() => this.abort('timeout'), timeoutMs);
-  }
-
-  get signal(): AbortSignal {
-    return this.controller.signal;
-  }
-
-  /** Replaces the request deadline with an idle timer reset by `touch()`. */
-  watchIdle(idleMs: number): void {
-    this.#timer?.cancel();
-    this.#lastActivityMs = this.#clock.now();
-    const arm = (delayMs: number): void => {
-      this.#timer = this.#clock.setTimeout(() => {
-        const silentMs = this.#clock.now() - this.#lastActivityMs;
-        if (silentMs >= idleMs) this.abort('idle');
-        else arm(idleMs - silentMs);
-      }, delayMs);
-    };
-    arm(idleMs);
-  }
-
-  touch(): void {
-    this.#lastActivityMs = this.#clock.now();
-  }
-
-  abort(reason: AbortReason): void {
-    if (this.reason !== undefined) return;
-    this.reason = reason;
-    this.#timer?.cancel();
-    this.controller.abort(new EvenlbError(ErrorCodes.TIMEOUT, `request aborted: ${reason}`));
-  }
-
-  dispose(): void {
-    this.#timer?.cancel();
-  }
 }
 
 /** The watch ended because the resourceVersion expired. */
@@ -193,6 +145,7 @@ export class ResourceReflector<T> {
       try {
         if (needList) {
           const listed = await client.get(path, query, attempt.signal);
+          attempt.dispose();
           if (this.#closed) return;
           if (listed.type === 'status') {
             await this.#fail(this.#statusError('list', listed), listed.retryAfterMs);
@@ -205,7 +158,6 @@ export class ResourceReflector<T> {
           this.#immediateRetryUsed = false;
           this.#failure = undefined;
           this.#o.onChange();
-          attempt.dispose();
           continue; // A fresh attempt (and deadline) for the watch.
         }
         const opened = await client.watch(
@@ -220,6 +172,7 @@ export class ResourceReflector<T> {
         );
         if (this.#closed) return;
         if (opened.type === 'status') {
+          attempt.dispose();
           if (opened.statusCode === 410 || isExpiredStatus(opened.status)) {
             await this.#expired();
             needList = true;
@@ -249,6 +202,7 @@ export class ResourceReflector<T> {
         // Otherwise the server ended the watch (its timeoutSeconds): resume from the last
         // resourceVersion at once.
       } catch (err) {
+        attempt.dispose();
         if (this.#closed) return;
         if (attempt.reason === 'idle') {
           this.stats.idleRestarts++;
