@@ -81,7 +81,7 @@ export function registerDemoCommand(program: Command): void {
     .option('--phases <list>', `phases to run, comma-separated (${PHASE_IDS.join(',')})`, phaseList, [...PHASE_IDS])
     .option(
       '--dataplane <name>',
-      'loopback, or netfilter (Linux, root: kube-proxy iptables rules in a netns)',
+      'loopback, or netfilter (Linux, root: pinned and recycler phases through kube-proxy iptables rules in a netns)',
       'loopback',
     )
     .option('--progress <style>', 'live line: auto, tty, plain or none', 'auto')

@@ -23,7 +23,7 @@ export const demoOptionsSpec = {
   /** Where machine-readable results go; unset = not written. */
   json: opt.string({ nonEmpty: true, optional: true }),
   phases: opt.custom(`a non-empty list of ${PHASE_IDS.join(', ')}`, isPhaseList, { default: [...PHASE_IDS] }),
-  /** `netfilter`: the pinned phase goes through kube-proxy-style iptables rules in a network namespace. */
+  /** `netfilter`: the pinned and recycler phases go through kube-proxy-style iptables rules in a network namespace. */
   dataplane: opt.oneOf(['loopback', 'netfilter'] as const, { default: 'loopback' }),
   /** Live line style: redrawn bar (tty), a line every few seconds (plain), or none. */
   progress: opt.oneOf(['auto', 'tty', 'plain', 'none'] as const, { default: 'auto' }),

@@ -29,13 +29,14 @@ export const SERVICE_VIP = '127.100.0.1';
 export const SERVICE_PORT = 80;
 
 /** The netfilter dataplane over an already created namespace. */
-export function netfilterDataplane(ns: KubeProxyNamespace): PhaseDataplane {
+export function netfilterDataplane(ns: KubeProxyNamespace, podArgs?: readonly string[]): PhaseDataplane {
   // `ip netns exec` execs the command: the pipes and the process group carry over to node.
   const spawner: Spawner = (command, args) =>
     ns.spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   return {
     description: `clients (one connection each) → Service VIP ${SERVICE_VIP}:${SERVICE_PORT} → iptables statistic-random DNAT (kube-proxy rules in a network namespace) → pods`,
     spawner,
+    ...(podArgs === undefined ? {} : { podArgs }),
     loadMode: () => ({ kind: 'direct', url: `http://${SERVICE_VIP}:${SERVICE_PORT}/` }),
     // kube-proxy programs ready endpoints only (terminating ones only as a last resort).
     publish: (endpoints) =>

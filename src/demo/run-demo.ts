@@ -16,7 +16,7 @@ import { agentDataplane, proxyDataplane } from './dataplanes.js';
 import { killAllChildren } from './demo-child.js';
 import type { DemoOptions } from './demo-options.js';
 import { type DemoReportData, renderHtmlReport } from './html-report.js';
-import { type NetfilterApi, netfilterDataplane } from './netfilter-dataplane.js';
+import { type NetfilterApi, netfilterDataplane, SERVICE_PORT, SERVICE_VIP } from './netfilter-dataplane.js';
 import { loadAgentFactory, loadRecycler } from './optional-parts.js';
 import type { PhaseResult } from './phase-result.js';
 import { PHASES, type PhaseId } from './phases.js';
@@ -64,7 +64,8 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
     io.stderr.write(`${text}\n`);
   };
 
-  if (options.dataplane === 'netfilter' && options.phases.includes('pinned')) {
+  const netfilterPhases = options.phases.filter((p) => p === 'pinned' || p === 'recycler');
+  if (options.dataplane === 'netfilter' && netfilterPhases.length > 0) {
     const missing =
       io.netfilter === undefined ? 'this build has no netfilter support (KubeProxyNamespace)' : io.netfilter.support();
     if (missing !== undefined) {
@@ -115,6 +116,7 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
           return proxyCommandAvailable() ? { ok: true } : { ok: false, reason: 'evenlb proxy not available' };
         case 'recycler':
           if (!recycler) return { ok: false, reason: 'connection recycler (evenlb/server) not available' };
+          if (options.dataplane === 'netfilter') return { ok: true };
           return agent ? { ok: true } : { ok: false, reason: 'BalancedAgent not available (for the pinned clients)' };
       }
     };
@@ -122,7 +124,6 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
       switch (id) {
         case 'pinned':
           if (options.dataplane === 'netfilter' && io.netfilter !== undefined) {
-            const { SERVICE_PORT, SERVICE_VIP } = await import('./netfilter-dataplane.js');
             return netfilterDataplane(await io.netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT }));
           }
           return agentDataplane(false);
@@ -131,6 +132,10 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
         case 'proxy':
           return proxyDataplane(tmp, clock);
         case 'recycler':
+          if (options.dataplane === 'netfilter' && io.netfilter !== undefined) {
+            const ns = await io.netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT });
+            return netfilterDataplane(ns, RECYCLE_ARGS);
+          }
           return agentDataplane(false, RECYCLE_ARGS);
       }
     };
