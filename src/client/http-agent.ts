@@ -28,7 +28,7 @@ import type { Duplex } from 'node:stream';
 import type { Cluster, RequestTicket } from '../cluster/cluster.js';
 import type { RequestOutcome } from '../cluster/cluster-options.js';
 import type { Endpoint } from '../core/endpoint.js';
-import { EvenlbError } from '../core/errors.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { opt, parseOptions } from '../core/options.js';
 import { createRandom } from '../core/random.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
@@ -117,6 +117,8 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
     readonly #sockets = new Map<Cluster, Set<TrackedSocket>>();
     readonly #watched = new Set<Cluster>();
     readonly name: string;
+    #closed = false;
+    #closing: Promise<void> | undefined;
 
     constructor() {
       super({
@@ -133,12 +135,34 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
       return this.#routes.stats();
     }
 
-    async close(): Promise<void> {
-      super.destroy();
-      await this.#routes.close(undefined, this);
+    /**
+     * Graceful: new requests fail with `EVENLB_CLOSED`, free sockets close now, busy ones when
+     * their response ends; resolves once this agent's routed sockets are closed. Idempotent.
+     * (`destroy()` is Node's abrupt Agent#destroy.)
+     */
+    close(): Promise<void> {
+      this.#closing ??= (async () => {
+        this.#closed = true;
+        const open: Promise<unknown>[] = [];
+        for (const set of this.#sockets.values()) {
+          for (const s of set) {
+            if (s.destroyed) continue;
+            open.push(new Promise((resolve) => s.once('close', resolve)));
+            if (!s._httpMessage) s.destroy();
+          }
+        }
+        for (const list of Object.values(this.freeSockets)) for (const s of list ?? []) s.destroy();
+        await Promise.all(open);
+        await this.#routes.close(undefined, this);
+      })();
+      return this.#closing;
     }
 
     addRequest(req: http.ClientRequest, options: AgentOptionsWithMeta): void {
+      if (this.#closed) {
+        failRequest(req, new EvenlbError(ErrorCodes.CLOSED, `http agent ${this.name} is closed`));
+        return;
+      }
       const host = String(options.hostname ?? options.host ?? 'localhost').toLowerCase();
       const port = Number(options.port ?? defaultPort);
       const bare = host.startsWith('[') ? host.slice(1, -1) : host;
@@ -299,7 +323,7 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
           },
           clockNow(),
         );
-        if (verdict.type === 'retire' || meta.retire) {
+        if (verdict.type === 'retire' || meta.retire || this.#closed) {
           meta.retire = true;
           socket.destroy();
         }

@@ -112,6 +112,9 @@ export class EndpointPool {
   readonly #timed: boolean;
   #active = 0;
   #draining = false;
+  /** `close()` was called: new requests are refused, queued ones still run. */
+  #refusing = false;
+  #onQueueEmpty: (() => void) | undefined;
   #closing: Promise<void> | undefined;
   /** Sockets ever opened by this pool. */
   opened = 0;
@@ -128,7 +131,7 @@ export class EndpointPool {
 
   /** True once `drain()`, `close()` or `destroy()` was called: no new request is accepted. */
   get draining(): boolean {
-    return this.#draining;
+    return this.#draining || this.#refusing;
   }
 
   get queued(): number {
@@ -148,7 +151,7 @@ export class EndpointPool {
 
   /** Runs `request` on a connection now, or queues it. A draining pool reroutes it. */
   dispatch(request: PoolRequest): void {
-    if (this.#draining) {
+    if (this.#draining || this.#refusing) {
       request.reroute();
       return;
     }
@@ -186,8 +189,18 @@ export class EndpointPool {
   /** Graceful: drains, then resolves when every connection has closed. Idempotent. */
   close(): Promise<void> {
     if (this.#closing === undefined) {
-      this.drain('shutdown');
-      this.#closing = Promise.all([...this.#connections].map((c) => c.client.close().catch(() => {}))).then(() => {});
+      // Queued requests were accepted: let them run (undici's close contract), then drain.
+      this.#refusing = true;
+      const queueDone =
+        this.#queue.length === 0
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => {
+              this.#onQueueEmpty = resolve;
+            });
+      this.#closing = queueDone.then(() => {
+        this.drain('shutdown');
+        return Promise.all([...this.#connections].map((c) => c.client.close().catch(() => {}))).then(() => {});
+      });
     }
     return this.#closing;
   }
@@ -236,6 +249,11 @@ export class EndpointPool {
       const conn = this.#takeAvailable() ?? this.#open();
       if (conn === undefined) return;
       this.#assign(conn, this.#queue.shift() as PoolRequest);
+    }
+    const done = this.#onQueueEmpty;
+    if (done !== undefined) {
+      this.#onQueueEmpty = undefined;
+      done();
     }
   }
 
@@ -304,7 +322,10 @@ export class EndpointPool {
   #onDisconnect(conn: PooledConnection, err: Error | null | undefined): void {
     const wasOpen = conn.socketOpen;
     conn.socketOpen = false;
-    const reason: CloseReason = conn.retireReason ?? (err?.name === 'SocketError' ? 'peer' : 'error');
+    // undici reports its own keep-alive expiry as UND_ERR_INFO, the peer closing as UND_ERR_SOCKET.
+    const code = (err as { code?: unknown } | null | undefined)?.code;
+    const reason: CloseReason =
+      conn.retireReason ?? (code === 'UND_ERR_INFO' ? 'idle' : code === 'UND_ERR_SOCKET' ? 'peer' : 'error');
     if (!conn.retiring) this.#retire(conn, reason);
     if (wasOpen) this.#o.events?.onConnectionClose?.(this, conn, reason);
   }

@@ -163,4 +163,16 @@ describe('cluster behaviour', () => {
     await closing;
     await waitFor(() => (pods[0] as Pod).openSockets === 0, 'the server to see the socket close', 2_000);
   });
+
+  test('close() also finishes requests queued for a connection', async () => {
+    pods = await startPods(1, { delayMs: 50 });
+    agent = new BalancedAgent({
+      routes: { [ROUTE]: new StaticEndpointSource(pods.map((p) => p.endpoint)) },
+      connectionsPerEndpoint: 1,
+    });
+    const calls = Array.from({ length: 3 }, () => call());
+    await (pods[0] as Pod).waitForInFlight(1);
+    await agent.close();
+    expect((await Promise.all(calls)).map((r) => r.status)).toEqual([200, 200, 200]);
+  });
 });
