@@ -7,9 +7,13 @@
  *   starts a graceful `close()`. Streams the client opened after it are refused with
  *   `REFUSED_STREAM` and never reach the application: exactly N streams are served.
  * - Age, drain: GOAWAY(NO_ERROR, 2^31-1) first (stop opening streams), then a PING; once the
- *   PING is answered, every stream the client sent before it saw the GOAWAY has arrived and is
- *   being served, so `close()` refuses nothing the client still expects (grpc-go's sequence).
+ *   PING is answered (or the last open stream ends, or the client sends its own GOAWAY), every
+ *   stream the client sent before it saw the GOAWAY has arrived and is being served, so
+ *   `close()` refuses nothing the client still expects (grpc-go's sequence). A session with no
+ *   open stream is closed right after the first GOAWAY.
  * - Idle: `close()` at once.
+ *
+ * `close()` lets the admitted streams finish; only `graceMs` (or the drain's grace) destroys.
  */
 import http2 from 'node:http2';
 import type { TimerHandle } from '../core/clock.js';

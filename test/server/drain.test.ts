@@ -9,6 +9,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/core/clock.js';
 import { ErrorCodes, isEvenlbError } from '../../src/core/errors.js';
 import { drain, drainOnSignal, recycleConnections } from '../../src/server/index.js';
 import { RetryingH2Client } from './support/h2-client.js';
@@ -117,6 +118,60 @@ describe('drain()', () => {
     expect((await slow).body).toBe('slow done');
     expect(await drained).toMatchObject({ connectionsAtStart: 1, inFlightAtStart: 1, destroyed: 0, timedOut: false });
     expect(recycler.stats().closed).toMatchObject({ shutdown: 1 });
+  });
+});
+
+describe('drainOnSignal() in process (exit: false, SIGUSR2 emitted on the process object)', () => {
+  it('keeps accepting during closeDelayMs (injected clock), then drains', async () => {
+    const clock = new ManualClock();
+    const server = http.createServer((_req, res) => res.end('ok'));
+    const handle = drainOnSignal(server, {
+      signals: ['SIGUSR2'],
+      closeDelayMs: 5000,
+      graceMs: 1000,
+      exit: false,
+      clock,
+    });
+    cleanups.push(() => handle.close());
+    const port = await listen(server);
+    cleanups.push(() => shutdown(server));
+
+    process.emit('SIGUSR2');
+    expect(await connectOutcome(port)).toBe('connected');
+    clock.advance(5000);
+    await waitFor(() => !server.listening, 5000, 'the listener to close');
+    expect(await connectOutcome(port)).toBe('ECONNREFUSED');
+    expect(await handle.done).toMatchObject({ destroyed: 0, timedOut: false });
+  });
+
+  it('a second signal ends the drain at once, destroying what is left', async () => {
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200);
+      res.write('never finished');
+    });
+    const handle = drainOnSignal(server, { signals: ['SIGUSR2'], graceMs: 60_000, exit: false });
+    cleanups.push(() => handle.close());
+    const port = await listen(server);
+    cleanups.push(() => shutdown(server));
+    const client = new Client(`http://127.0.0.1:${port}`);
+    cleanups.push(() => client.destroy());
+    let arrived = false;
+    server.on('request', () => (arrived = true));
+    const outcome = client.request({ path: '/', method: 'GET' }).then(
+      (r) =>
+        r.body.text().then(
+          () => 'completed',
+          () => 'cut',
+        ),
+      () => 'cut',
+    );
+    await waitFor(() => arrived, 5000, 'the request to arrive');
+
+    process.emit('SIGUSR2');
+    process.emit('SIGUSR2');
+    expect(await handle.done).toMatchObject({ inFlightAtStart: 1, destroyed: 1, timedOut: true });
+    expect(await outcome).toBe('cut');
+    expect(process.listenerCount('SIGUSR2')).toBe(0);
   });
 });
 

@@ -8,6 +8,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import { Client, Pool } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/core/clock.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { type RecyclerOptions, recycleConnections } from '../../src/server/index.js';
 import { RetryingH2Client } from './support/h2-client.js';
@@ -141,6 +142,36 @@ describe('recycleConnections: maxConnectionAgeMs 200 under continuous load for 3
 });
 
 describe('recycleConnections: idle connections and grace', () => {
+  it('decides on the injected clock: the age limit acts only when that clock says so', async () => {
+    const clock = new ManualClock();
+    const counter = new PerConnectionCounter();
+    const { recycler, port } = await recycledHttp1(
+      { maxConnectionAgeMs: 1000, ageJitter: 0, idleCloseDelayMs: 100, clock },
+      counter,
+    );
+    const client = new Client(`http://127.0.0.1:${port}`);
+    cleanups.push(() => client.close());
+
+    const get = async () => {
+      const res = await client.request({ path: '/', method: 'GET' });
+      await res.body.text();
+      return res.headers.connection;
+    };
+    expect(await get()).toBe('keep-alive');
+    clock.advance(999);
+    expect(await get()).toBe('keep-alive');
+    // Age reached while the connection has been idle for 1 ms (< idleCloseDelayMs): it is kept,
+    // and the next response on it carries the close.
+    clock.advance(1);
+    expect(await get()).toBe('close');
+    await waitFor(() => recycler.stats().closed.age === 1, 5000, 'the age close');
+    expect(await get()).toBe('keep-alive');
+    // Age reached after 1000 ms idle (≥ idleCloseDelayMs): closed at once, no request needed.
+    clock.advance(1000);
+    await waitFor(() => recycler.stats().closed.age === 2, 5000, 'the idle age close');
+    expect(counter.counts()).toEqual([3, 1]);
+  });
+
   it('idleTimeoutMs closes an idle keep-alive connection (reason idle); the next request reconnects', async () => {
     const counter = new PerConnectionCounter();
     const { recycler, port } = await recycledHttp1({ idleTimeoutMs: 100 }, counter);

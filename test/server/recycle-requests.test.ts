@@ -93,6 +93,13 @@ describe('recycleConnections: maxRequestsPerConnection 50, 1,000 requests over o
     const perConn = await registry.getSingleMetric(serverMetricNames.requestsPerConnection)?.get();
     const sum = perConn?.values.find((v) => (v as { metricName?: string }).metricName?.endsWith('_sum'));
     expect(sum?.value).toBe(TOTAL);
+    const ages = await registry.getSingleMetric(serverMetricNames.connectionAgeSeconds)?.get();
+    const ageCount = ages?.values.find((v) => (v as { metricName?: string }).metricName?.endsWith('_count'));
+    expect(ageCount?.value).toBe(TOTAL / N);
+    const opened = await registry.getSingleMetric(serverMetricNames.connectionsOpened)?.get();
+    expect(opened?.values[0]).toMatchObject({ labels: { protocol: 'http1' }, value: TOTAL / N });
+    const open = await registry.getSingleMetric(serverMetricNames.openConnections)?.get();
+    expect(open?.values[0]?.value).toBe(0);
   });
 
   it('HTTP/1.1, undici Pool (connections: 1)', async () => {
