@@ -22,7 +22,7 @@ export type AgentFactory = (options: DemoAgentOptions) => DemoAgent;
 
 export type Recycler = (
   server: import('node:http').Server,
-  options: { maxRequestsPerConnection?: number; maxConnectionAgeMs?: number; graceMs?: number },
+  options: { maxRequestsPerConnection?: number; maxConnectionAgeMs?: number; graceMs?: number; random?: Random },
 ) => unknown;
 
 // Non-literal specifiers keep the bundler from inlining: these resolve at run time through the

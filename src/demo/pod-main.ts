@@ -7,12 +7,13 @@
  * evenlb's connection recycler, the server-side cure for pinned keep-alive connections.
  *
  * Usage (spawned by the demo): `node pod.js --name pod-1 --address 127.0.1.1 [--port 0]
- *   [--recycle-max-requests N] [--recycle-max-age-ms MS] [--recycle-grace-ms MS] --evenlb-demo RUN`
+ *   [--recycle-max-requests N] [--recycle-max-age-ms MS] [--recycle-grace-ms MS] [--seed N] --evenlb-demo RUN`
  */
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import { systemClock } from '../core/clock.js';
+import { SeededRandom } from '../core/random.js';
 import { listenToParent, sendToParent } from './child-channel.js';
 import { loadRecycler } from './optional-parts.js';
 
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
       'recycle-max-requests': { type: 'string' },
       'recycle-max-age-ms': { type: 'string' },
       'recycle-grace-ms': { type: 'string' },
+      seed: { type: 'string' },
       'evenlb-demo': { type: 'string' },
     },
   });
@@ -69,6 +71,7 @@ async function main(): Promise<void> {
       ...(maxRequests === undefined ? {} : { maxRequestsPerConnection: Number(maxRequests) }),
       ...(maxAge === undefined ? {} : { maxConnectionAgeMs: Number(maxAge) }),
       ...(values['recycle-grace-ms'] === undefined ? {} : { graceMs: Number(values['recycle-grace-ms']) }),
+      ...(values.seed === undefined ? {} : { random: new SeededRandom(Number(values.seed)) }),
     });
   }
 

@@ -117,7 +117,7 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
         name: `pod-${podCounter}`,
         address: cfg.podAddress(podCounter),
         role,
-        ...(dataplane.podArgs === undefined ? {} : { args: dataplane.podArgs }),
+        args: [...(dataplane.podArgs ?? []), '--seed', String((cfg.seed + podCounter) >>> 0)],
       },
       cfg.runId,
       dataplane.spawner,
