@@ -49,8 +49,8 @@ type Availability = { readonly ok: true } | { readonly ok: false; readonly reaso
 function proxyCommandAvailable(): boolean {
   try {
     // The CLI's own command list says whether this build has `evenlb proxy`.
-    const r = spawnSync(process.execPath, [cliScript(), '--help'], { encoding: 'utf8', timeout: 10_000 });
-    return /^\s+proxy\b/m.test(r.stdout ?? '');
+    const r = spawnSync(process.execPath, [cliScript(), '--help'], { encoding: 'utf8', timeout: 30_000 });
+    return /^\s+proxy \[options\]/m.test(r.stdout ?? '');
   } catch {
     return false;
   }

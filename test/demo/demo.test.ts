@@ -33,7 +33,7 @@ beforeAll(async () => {
   const server = (await import(join(repoRoot, 'dist', 'server', 'index.js'))) as Record<string, unknown>;
   available.recycler = typeof server.recycleConnections === 'function';
   const help = await runCli(['--help'], { timeoutMs: 10_000 });
-  available.proxy = /^\s+proxy\b/m.test(help.stdout);
+  available.proxy = /^\s+proxy \[options\]/m.test(help.stdout);
   run = await runCli(
     ['demo', '--duration', '8s', '--seed', '7', '--json', jsonPath, '--output', htmlPath, '--progress', 'plain'],
     { timeoutMs: 90_000 },
