@@ -6,7 +6,10 @@
  * with well-spread initial phases the endpoints interleave (5:1:1 gives a a b a a c a, not
  * a a a a a b c).
  *
- * A binary min-heap keeps a pick O(log n) and allocation-free. Each heap slot holds its
+ * Equal weights (the common case: weights unset) with first deadlines within one period need
+ * no heap: every endpoint moves one period on, behind all others, so the schedule is a fixed
+ * rotation in order of first deadline — O(1) per pick. Otherwise a binary min-heap keeps a pick O(log n) and
+ * allocation-free. Each heap slot holds its
  * deadline beside its endpoint index (parallel typed arrays), so a sift reads contiguous
  * memory instead of chasing indices, and the re-inserted top sinks bottom-up (Floyd): the
  * hole goes down to a leaf along the earlier child, then the item climbs back — one compare
@@ -23,6 +26,12 @@ export class EdfSchedule {
   readonly #due: Float64Array;
   /** Heap slot → endpoint index. */
   readonly #index: Int32Array;
+  /**
+   * Equal weights: `#due`/`#index` hold the rotation in due order instead of a heap, and
+   * `#next` is the position due next; positions before it are already one period on.
+   */
+  readonly #rotating: boolean;
+  #next = 0;
 
   /**
    * @param deadlines each endpoint's first due time (virtual time starts at 0), e.g. a random
@@ -36,8 +45,27 @@ export class EdfSchedule {
     for (let i = 0; i < n; i++) this.#period[i] = 1 / (weights[i] as number);
     this.#due = new Float64Array(n);
     this.#index = new Int32Array(n);
-    // Insert one by one (sift up): O(n log n) once per build.
+    // Insert one by one (sift up): O(n log n) once per build. For equal weights the heap
+    // array, read once in (deadline, index) order, is the rotation.
     for (let slot = 0; slot < n; slot++) this.#siftUp(slot, deadlines[slot] as number, slot);
+    // A rotation is exact when every first deadline lies within one period of the earliest:
+    // then each moved-on deadline falls behind all others.
+    let first = Number.POSITIVE_INFINITY;
+    let last = Number.NEGATIVE_INFINITY;
+    for (const d of deadlines) {
+      first = Math.min(first, d);
+      last = Math.max(last, d);
+    }
+    this.#rotating = weights.every((w) => w === weights[0]) && last - first < (this.#period[0] ?? 0);
+    if (this.#rotating) {
+      const order = Array.from(this.#index).sort(
+        (a, b) => (deadlines[a] as number) - (deadlines[b] as number) || a - b,
+      );
+      for (let k = 0; k < n; k++) {
+        this.#index[k] = order[k] as number;
+        this.#due[k] = deadlines[order[k] as number] as number;
+      }
+    }
   }
 
   get size(): number {
@@ -58,6 +86,14 @@ export class EdfSchedule {
     const due = this.#due;
     const index = this.#index;
     const n = due.length;
+    if (this.#rotating) {
+      const k = this.#next;
+      const item = index[k] as number;
+      this.time = due[k] as number;
+      due[k] = this.time + (this.#period[item] as number);
+      this.#next = k + 1 === n ? 0 : k + 1;
+      return item;
+    }
     const top = index[0] as number;
     const now = due[0] as number;
     this.time = now;

@@ -94,11 +94,15 @@ describe('EdfSchedule', () => {
     expect(Array.from({ length: 6 }, () => s.keys[s.pick()])).toEqual(['c', 'a', 'b', 'c', 'c', 'a']);
   });
 
-  it('orders 1,000 random deadlines like a sort, ties by index', () => {
+  it.each([
+    { name: 'heap: weights 1-5', weight: (random: SeededRandom) => 1 + random.int(5), spread: 50 },
+    { name: 'heap: equal weights, deadlines over 25 periods', weight: () => 2, spread: 50 },
+    { name: 'rotation: equal weights, deadlines within a period', weight: () => 2, spread: 0.98 },
+  ])('orders 1,000 random deadlines like a sort, ties by index ($name)', ({ weight, spread }) => {
     const n = 1000;
     const random = new SeededRandom(5);
-    const weights = new Float64Array(n).map(() => 1 + random.int(5));
-    const deadlines = new Float64Array(n).map((_, i) => random.int(50) / weights[i]!);
+    const weights = new Float64Array(n).map(() => weight(random));
+    const deadlines = new Float64Array(n).map((_, i) => (random.int(50) * spread) / 50 / weights[i]!);
     const s = new EdfSchedule(
       Array.from({ length: n }, (_, i) => String(i)),
       weights,
