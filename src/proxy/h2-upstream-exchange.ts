@@ -5,10 +5,11 @@
  * there), a client RST_STREAM cancels the upstream stream and an upstream reset is passed back
  * with its code, and a `grpc-timeout` header is forwarded and enforced here as well.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ServerHttp2Stream } from 'node:http2';
 import type { H2SessionPool } from '../pool/h2-session-pool.js';
 import { downstreamResponseHeaders, isHopHeader } from './hop-headers.js';
-import { replyHttp2 } from './local-reply.js';
+import { replyHttp1, replyHttp2 } from './local-reply.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR } = http2.constants;
 const END_STREAM = 0x1;
@@ -159,5 +160,84 @@ export async function forwardStreamToH2(
     const code = down.rstCode;
     if (!up.closed && code !== undefined && code !== NGHTTP2_NO_ERROR) up.close(code);
     else if (!up.closed && !down.writableFinished) up.close(NGHTTP2_CANCEL);
+  });
+}
+
+/**
+ * Forwards an HTTP/1.1 client request to an HTTP/2 upstream (an `h2` cluster reached by an
+ * HTTP/1.1 client). The request is balanced like a stream; trailers come back as HTTP/1.1
+ * chunked trailers when the response is chunked.
+ */
+export async function forwardRequestToH2(
+  req: IncomingMessage,
+  res: ServerResponse,
+  upstreamHeaders: readonly string[],
+  hasBody: boolean,
+  pool: H2SessionPool,
+  done: (status: number, reason: string | undefined) => void,
+): Promise<void> {
+  const acquired = await pool.acquire({});
+  if (acquired.type === 'none') {
+    replyHttp1(res, 503, acquired.reason);
+    done(503, acquired.reason);
+    return;
+  }
+  const lease = acquired.lease;
+  if (res.destroyed || res.writableEnded) {
+    lease.done(true);
+    done(0, 'client-closed');
+    return;
+  }
+  const out: H2Headers = { ':method': req.method ?? 'GET', ':path': req.url ?? '/', ':scheme': 'http' };
+  for (let i = 0; i < upstreamHeaders.length; i += 2) {
+    const name = (upstreamHeaders[i] as string).toLowerCase();
+    const value = upstreamHeaders[i + 1] as string;
+    if (name === 'host') out[':authority'] = value;
+    else {
+      const prev = out[name];
+      out[name] = prev === undefined ? value : `${String(prev)}, ${value}`;
+    }
+  }
+  let up: http2.ClientHttp2Stream;
+  try {
+    up = lease.session.request(out, { endStream: !hasBody });
+  } catch {
+    lease.done(false);
+    replyHttp1(res, 502, 'upstream-error');
+    done(502, 'upstream-error');
+    return;
+  }
+  let status = 0;
+  let finished = false;
+  const finish = (ok: boolean, reason: string | undefined): void => {
+    if (finished) return;
+    finished = true;
+    lease.done(ok);
+    done(status, reason);
+  };
+  if (hasBody) req.pipe(up);
+  up.on('response', (h) => {
+    status = Number(h[':status'] ?? 0);
+    res.writeHead(status, downstreamResponseHeaders(h as Record<string, string | string[] | undefined>, '2'));
+  });
+  up.on('trailers', (t) => {
+    const list: [string, string][] = [];
+    for (const k in t) if (k.charCodeAt(0) !== 58) list.push([k, String(t[k])]);
+    if (list.length > 0 && res.chunkedEncoding) res.addTrailers(list);
+  });
+  up.pipe(res);
+  up.on('error', () => {});
+  up.once('close', () => {
+    const code = up.rstCode ?? NGHTTP2_NO_ERROR;
+    if (code !== NGHTTP2_NO_ERROR || status === 0) {
+      if (!res.headersSent) replyHttp1(res, 502, 'upstream-reset');
+      else res.destroy();
+      finish(false, 'upstream-reset');
+      return;
+    }
+    finish(status < 500, undefined);
+  });
+  res.once('close', () => {
+    if (!up.closed) up.close(NGHTTP2_CANCEL);
   });
 }

@@ -21,7 +21,7 @@ import type { Logger } from 'pino';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
 import type { ListenerConfig } from './config-schema.js';
-import { forwardStreamToH2 } from './h2-upstream-exchange.js';
+import { forwardRequestToH2, forwardStreamToH2 } from './h2-upstream-exchange.js';
 import { upstreamRequestHeaders } from './hop-headers.js';
 import { Http1ResponseExchange, Http2ResponseExchange } from './http1-upstream-exchange.js';
 import { replyHttp1, replyHttp2 } from './local-reply.js';
@@ -262,7 +262,7 @@ export class L7Listener {
       );
       return;
     }
-    this.#reject(res, 502, 'http1-client-to-h2-cluster');
+    void forwardRequestToH2(req, res, headers, hasBody, cluster.h2, done);
   }
 
   #onSession(session: Http2Session): void {

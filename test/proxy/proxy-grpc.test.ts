@@ -184,3 +184,34 @@ describe('gRPC through the proxy', () => {
     expect(Math.min(...seen)).toBeLessThanOrEqual(800);
   });
 });
+
+describe('HTTP/1.1 client to an h2 cluster', () => {
+  it('forwards the request over HTTP/2 and relays the answer', async () => {
+    const http = await import('node:http');
+    const before = servers.reduce((a, s) => a + s.unary, 0);
+    const res = await new Promise<{ status: number; grpcStatus: unknown }>((resolve, reject) => {
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port: proxy.listenerPort('grpc'),
+          method: 'POST',
+          path: '/evenlb.test.Echo/Unary',
+          headers: { 'content-type': 'application/grpc', te: 'trailers' },
+          agent: false,
+        },
+        (r) => {
+          r.resume();
+          r.on('end', () =>
+            resolve({ status: r.statusCode ?? 0, grpcStatus: r.trailers['grpc-status'] ?? r.headers['grpc-status'] }),
+          );
+        },
+      );
+      req.on('error', reject);
+      // One empty gRPC message: no compression flag, zero length.
+      req.end(Buffer.from([0, 0, 0, 0, 0]));
+    });
+    expect(res.status).toBe(200);
+    expect(res.grpcStatus).toBe('0');
+    expect(servers.reduce((a, s) => a + s.unary, 0)).toBe(before + 1);
+  });
+});

@@ -1,0 +1,110 @@
+/**
+ * Upstream failures behind the proxy: an endpoint that refuses connections costs no request
+ * (the connect failure is retried on another endpoint), and an endpoint that keeps answering
+ * 5xx is ejected by passive outlier detection — it gets no further requests and the ejection
+ * shows in the metrics.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ProxyServer } from '../../src/proxy/proxy-server.js';
+import { type Backend, startBackend, startProxy } from './helpers.js';
+
+let good: Backend[] = [];
+let bad: Backend;
+let refusedKey = '';
+let proxy: ProxyServer;
+
+function get(port: number, agent: http.Agent, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/', agent, headers: { host } }, (r) => {
+        r.resume();
+        r.on('end', () => resolve(r.statusCode ?? 0));
+      })
+      .on('error', reject);
+  });
+}
+
+beforeAll(async () => {
+  good = await Promise.all([1, 2].map((i) => startBackend(`ok${i}`, `127.0.0.${120 + i}`)));
+  bad = await startBackend('bad', '127.0.0.125', {
+    handler: (_req, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end('overloaded\n');
+    },
+  });
+  // A port nobody listens on: take one and close it.
+  const probe = net.createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.126', r));
+  refusedKey = `127.0.0.126:${(probe.address() as net.AddressInfo).port}`;
+  await new Promise<void>((r) => probe.close(() => r()));
+  proxy = await startProxy({
+    admin: { address: '127.0.0.1:0' },
+    listeners: [
+      { name: 'refused', address: '127.0.0.1:0' },
+      { name: 'outlier', address: '127.0.0.1:0' },
+    ],
+    clusters: [
+      {
+        name: 'refused',
+        target: `static:///${[...good.map((b) => b.key), refusedKey].join(',')}`,
+        policy: 'round-robin',
+      },
+      {
+        name: 'outlier',
+        target: `static:///${[...good.map((b) => b.key), bad.key].join(',')}`,
+        policy: 'round-robin',
+        outlierDetection: { consecutiveFailures: 3, baseEjectionMs: 60_000 },
+      },
+    ],
+    routes: [
+      { hosts: ['refused.test'], cluster: 'refused' },
+      { hosts: ['outlier.test'], cluster: 'outlier' },
+    ],
+  });
+});
+
+afterAll(async () => {
+  await proxy?.close();
+  await Promise.all([...good, bad].map((b) => b.close()));
+});
+
+describe('upstream failures', () => {
+  it('retries a refused connection on another endpoint: no request fails', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 60; i++)
+      statuses.push(await get(proxy.listenerPort('refused') as number, agent, 'refused.test'));
+    agent.destroy();
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(good.every((b) => b.hits > 0)).toBe(true);
+  });
+
+  it('ejects an endpoint that keeps failing and counts the ejection', async () => {
+    for (const b of [...good, bad]) b.hits = 0;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 90; i++)
+      statuses.push(await get(proxy.listenerPort('outlier') as number, agent, 'outlier.test'));
+    agent.destroy();
+    // Round robin would give it 30; ejection after 3 consecutive failures stops that early.
+    expect(bad.hits).toBeGreaterThanOrEqual(3);
+    expect(bad.hits).toBeLessThanOrEqual(5);
+    // Bodiless GETs that got a 5xx may be retried on another endpoint (retries.idempotent).
+    expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
+    expect(statuses.filter((s) => s === 503).length).toBeLessThanOrEqual(bad.hits);
+    const metrics = await new Promise<string>((resolve, reject) =>
+      http
+        .get({ host: '127.0.0.1', port: proxy.adminPort, path: '/metrics', agent: false }, (r) => {
+          let body = '';
+          r.setEncoding('utf8');
+          r.on('data', (c: string) => (body += c));
+          r.on('end', () => resolve(body));
+        })
+        .on('error', reject),
+    );
+    expect(metrics).toContain(`evenlb_proxy_endpoint_ejected{cluster="outlier",endpoint="${bad.key}"} 1`);
+    expect(metrics).toContain(`evenlb_proxy_endpoint_ejections_total{cluster="outlier",endpoint="${bad.key}"} 1`);
+  });
+});
