@@ -33,11 +33,12 @@ if (typeof globalThis.gc !== 'function') {
 }
 const gc = globalThis.gc;
 
-function endpointSet(n) {
+function endpointSet(n, weighted = false) {
   return EndpointSet.from(
     Array.from({ length: n }, (_, i) => ({
       address: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
       port: 8443,
+      weight: weighted ? 1 + (i % 4) : 1,
     })),
   );
 }
@@ -146,6 +147,40 @@ process.stdout.write(
 );
 printTable(rows);
 
+// Weighted sets take other code paths (alias tables, weighted draws, the EDF heap): 1,000
+// endpoints with weights 1, 2, 3, 4 in turn.
+const WEIGHTED_N = 1000;
+const weightedRows = [];
+const weightedResults = [];
+{
+  const set = endpointSet(WEIGHTED_N, true);
+  for (const policy of policies.filter((p) => !p.ignoresWeights)) {
+    const random = new SeededRandom(42);
+    const balancer = new Balancer({ policy: policy.name, clock: systemClock, random });
+    balancer.update(set);
+    withLoad(balancer, random);
+    const withContext = policy.kind === 'hash';
+    const ns = nsPerPick(balancer.picker, withContext);
+    const bytes = bytesPerPick(balancer.picker, withContext);
+    weightedRows.push({
+      policy: policy.name,
+      endpoints: WEIGHTED_N,
+      'ns/pick': ns.median,
+      'best ns': ns.best,
+      'bytes/pick': bytes,
+    });
+    weightedResults.push({
+      policy: policy.name,
+      endpoints: WEIGHTED_N,
+      nsPerPick: ns.median,
+      bestNsPerPick: ns.best,
+      bytesPerPick: bytes,
+    });
+  }
+}
+process.stdout.write('\nweighted sets (weights 1-4): pick() cost at 1,000 endpoints\n');
+printTable(weightedRows);
+
 // Picker build time at 10,000 endpoints: the policy's build() alone, median of 5 after a warm-up.
 const BUILD_N = 10_000;
 const tracked = (() => {
@@ -192,6 +227,7 @@ writeResult('pick', {
   timeRounds: TIME_ROUNDS,
   memoryPicks: MEMORY_PICKS,
   picks: results,
+  weightedPicks: weightedResults,
   builds,
   sink: sink % 2,
 });
