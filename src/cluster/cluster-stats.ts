@@ -3,6 +3,7 @@
  * counters and state, and per cluster imbalance figures over a sliding window.
  */
 import type { Balancer } from '../balancing/balancer.js';
+import type { Endpoint } from '../core/endpoint.js';
 import { type Imbalance, imbalance } from '../metrics/imbalance.js';
 import type { EndpointPool } from '../pool/endpoint-pool.js';
 import type { EndpointEntry } from './endpoint-entry.js';
@@ -90,27 +91,28 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
   const set = input.balancer.endpointSet;
   const eligible = new Set(set.eligible().map((e) => e.key));
   const ejected = input.balancer.ejected;
-  const keys = new Set<string>([
-    ...set.endpoints.map((e) => e.key),
-    ...input.entries.keys(),
-    ...input.externalConnections.keys(),
-  ]);
-  const legacyConns = new Map<string, { open: number; idle: number }>();
+  const legacyConns = new Map<string, { open: number; idle: number; endpoint: Endpoint }>();
   for (const pool of input.pools) {
     for (const c of pool.connections()) {
       if (c.endpoint === undefined || !c.socketOpen) continue;
-      const n = legacyConns.get(c.endpoint.key) ?? { open: 0, idle: 0 };
+      const n = legacyConns.get(c.endpoint.key) ?? { open: 0, idle: 0, endpoint: c.endpoint };
       n.open++;
       if (c.inFlight === 0) n.idle++;
       legacyConns.set(c.endpoint.key, n);
     }
   }
+  const keys = new Set<string>([
+    ...set.endpoints.map((e) => e.key),
+    ...input.entries.keys(),
+    ...input.externalConnections.keys(),
+    ...legacyConns.keys(),
+  ]);
   const endpoints: EndpointStats[] = [];
   let inFlight = 0;
   let errors = 0;
   for (const key of keys) {
     const entry = input.entries.get(key);
-    const endpoint = set.get(key) ?? entry?.endpoint;
+    const endpoint = set.get(key) ?? entry?.endpoint ?? legacyConns.get(key)?.endpoint;
     if (endpoint === undefined) continue;
     const load = input.balancer.loads.peek(key);
     let open = 0;

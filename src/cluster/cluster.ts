@@ -495,6 +495,10 @@ export class Cluster implements RequestRouter {
       for (const c of pool.connections()) if (!c.closed) return;
     }
     if ((this.balancer.loads.peek(key)?.inFlight ?? 0) > 0) return;
+    // Legacy mode keeps using connections to endpoints discovery dropped: keep them visible.
+    for (const pool of this.#legacyPools.values()) {
+      for (const c of pool.connections()) if (!c.closed && c.endpoint?.key === key) return;
+    }
     this.#entries.delete(key);
   }
 

@@ -47,6 +47,11 @@ describe('idle connection IP reuse (TestWebhookClientIdleConnectionIPReuse)', ()
     expect(answer).toBe(second === 'A' ? podA.address : podB.address);
     expect(podA.requests).toBe(a);
     expect(podB.requests).toBe(b);
+    // Stats tell the story: with the gate off, A is no longer in the Service yet still takes traffic.
+    if (a === 2) {
+      const statsA = agent.stats().routes[0]?.endpoints.find((e) => e.address === podA.address);
+      expect(statsA).toMatchObject({ state: 'draining', windowRequests: 2, openConnections: 1 });
+    }
     for (const entry of [...podA.log, ...podB.log]) {
       expect(entry.host).toBe(SERVICE);
       expect(entry.servername).toBe(SERVICE);
