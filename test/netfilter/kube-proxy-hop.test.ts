@@ -88,7 +88,9 @@ describe(`kube-proxy hop in a network namespace${skipNote}`, () => {
     await Promise.all(pods.map((p) => p.waitFor('listening')));
   });
 
+  const holders: FixtureProcess[] = [];
   afterAll(async () => {
+    for (const h of holders) await h.stop();
     await ns?.close();
   });
 
@@ -196,6 +198,7 @@ describe(`kube-proxy hop in a network namespace${skipNote}`, () => {
   for (const how of ['signal', 'exit'] as const) {
     it.skipIf(!support.ok)(`the namespace is deleted when its owning process ends (${how})`, async () => {
       const holder = FixtureProcess.start(bundles.holder, [how]);
+      holders.push(holder);
       const { name } = (await holder.waitFor('created')) as { name: string; type: string };
       if (how === 'signal') holder.child.kill('SIGTERM');
       const exit = await holder.exited;
