@@ -90,7 +90,7 @@ describe(`kube-proxy hop in a network namespace${skipNote}`, () => {
 
   const holders: FixtureProcess[] = [];
   afterAll(async () => {
-    for (const h of holders) await h.stop();
+    for (const h of holders) await h.stop('SIGTERM');
     await ns?.close();
   });
 
