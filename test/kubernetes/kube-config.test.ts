@@ -54,7 +54,9 @@ async function selfSigned(name: string): Promise<{ cert: string; key: string }> 
   return { cert: await readFile(cert, 'utf8'), key: await readFile(key, 'utf8') };
 }
 
-const FAST: KubernetesSourceOptions = { backoffBaseMs: 20, backoffMaxMs: 200, requestTimeoutMs: 2000 };
+/** The first kubeconfig load imports @kubernetes/client-node: allow for a slow machine. */
+const LOAD_MS = 15_000;
+const FAST: KubernetesSourceOptions = { backoffBaseMs: 20, backoffMaxMs: 200, requestTimeoutMs: 5000 };
 
 async function follow(options: KubernetesSourceOptions): Promise<KubernetesEndpointSource> {
   return createKubernetesEndpointSource('k8s:///web.cfg:80', { ...FAST, ...options });
@@ -177,11 +179,11 @@ describe('kubeconfig', () => {
     const unknown = await follow({ kubeconfig, context: 'nope', env: {} });
     try {
       expect(fromEnv.connection).toBe(`kubeconfig ${kubeconfig}`);
-      await waitForSnapshot(fromEnv, okWith('10.0.0.3:8080'));
-      await waitForSnapshot(explicit, okWith('10.0.0.3:8080'));
-      const denied = await waitForSnapshot(bad, (s) => s.status.state === 'degraded');
+      await waitForSnapshot(fromEnv, okWith('10.0.0.3:8080'), LOAD_MS);
+      await waitForSnapshot(explicit, okWith('10.0.0.3:8080'), LOAD_MS);
+      const denied = await waitForSnapshot(bad, (s) => s.status.state === 'degraded', LOAD_MS);
       expect(denied.status.state === 'degraded' && denied.status.error.message).toMatch(/HTTP 401/);
-      const missing = await waitForSnapshot(unknown, (s) => s.status.state === 'degraded');
+      const missing = await waitForSnapshot(unknown, (s) => s.status.state === 'degraded', LOAD_MS);
       expect(missing.status.state === 'degraded' && missing.status.error.message).toMatch(
         /kubeconfig .*: cannot load: context "nope" is not defined/,
       );
@@ -203,20 +205,10 @@ describe('kubeconfig', () => {
       }),
     );
     const file = join(dir, 'plain-config');
-    await writeFile(
-      file,
-      stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        'current-context': 'local',
-        clusters: [{ name: 'local', cluster: { server: plain.url } }],
-        users: [{ name: 'me', user: { token: 'proxy-token' } }],
-        contexts: [{ name: 'local', context: { cluster: 'local', user: 'me' } }],
-      }),
-    );
+    await writeFile(file, plain.kubeconfigYaml());
     const source = await follow({ kubeconfig: file, env: {} });
     try {
-      await waitForSnapshot(source, okWith('10.0.0.4:8080'));
+      await waitForSnapshot(source, okWith('10.0.0.4:8080'), LOAD_MS);
       expect(plain.requests.at(-1)?.token).toBe('proxy-token');
     } finally {
       await source.close();
@@ -231,7 +223,7 @@ describe('kubeconfig', () => {
     const source = await follow({ env: { HOME: home } });
     try {
       expect(source.connection).toBe(`kubeconfig ${join(home, '.kube', 'config')}`);
-      await waitForSnapshot(source, okWith('10.0.0.3:8080'));
+      await waitForSnapshot(source, okWith('10.0.0.3:8080'), LOAD_MS);
     } finally {
       await source.close();
     }

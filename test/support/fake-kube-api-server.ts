@@ -27,6 +27,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type Socket } from 'node:net';
+import { stringify } from 'yaml';
 import type {
   AddressType,
   EndpointSlice,
@@ -304,8 +305,11 @@ export interface FakeKubeApiServerOptions {
   readonly historyLimit?: number;
   /** Send a BOOKMARK to bookmark-enabled watches this often (ms); default 0 = only via `sendBookmarks()`. */
   readonly bookmarkIntervalMs?: number;
-  /** Serve HTTPS with this key and certificate (PEM). */
-  readonly tls?: { readonly key: string; readonly cert: string };
+  /**
+   * Serve HTTPS with this key and certificate (PEM). `ca` (the CA that signed `cert`, or the
+   * self-signed `cert` itself) is handed out by `connection()` and `kubeconfigYaml()`.
+   */
+  readonly tls?: { readonly key: string; readonly cert: string; readonly ca?: string };
 }
 
 /** What `failRequests` makes the server answer. */
@@ -408,9 +412,38 @@ export class FakeKubeApiServer {
     return this.#rv;
   }
 
-  /** `{ server, token }`, ready for `createKubernetesEndpointSource(..., { connection })`. */
-  connection(): { server: string; token?: string } {
-    return { server: this.url, ...(this.#token === undefined ? {} : { token: this.#token }) };
+  /** `{ server, token, ca }`, ready for `createKubernetesEndpointSource(..., { connection })`. */
+  connection(): { server: string; token?: string; ca?: string } {
+    const ca = this.#options.tls?.ca;
+    return {
+      server: this.url,
+      ...(this.#token === undefined ? {} : { token: this.#token }),
+      ...(ca === undefined ? {} : { ca }),
+    };
+  }
+
+  /**
+   * A kubeconfig (YAML text) whose current context points at this server with its token, for
+   * `KUBECONFIG` in child processes (`evenlb proxy`, the demo) or the `kubeconfig` option.
+   */
+  kubeconfigYaml(): string {
+    const ca = this.#options.tls?.ca;
+    return stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': 'fake',
+      clusters: [
+        {
+          name: 'fake',
+          cluster: {
+            server: this.url,
+            ...(ca === undefined ? {} : { 'certificate-authority-data': Buffer.from(ca).toString('base64') }),
+          },
+        },
+      ],
+      users: [{ name: 'fake', user: this.#token === undefined ? {} : { token: this.#token } }],
+      contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'fake' } }],
+    });
   }
 
   // ---- objects -------------------------------------------------------------------------------

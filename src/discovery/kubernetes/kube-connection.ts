@@ -159,7 +159,7 @@ export class KubeConnection {
   readonly key: string;
   #agent: Agent | undefined;
   #tlsFingerprint = '';
-  #kubeConfig: KubeConfigInstance | undefined;
+  #kubeConfig: Promise<KubeConfigInstance> | undefined;
   #closed = false;
 
   constructor(config: KubeConnectionConfig) {
@@ -214,31 +214,7 @@ export class KubeConnection {
     config: Extract<KubeConnectionConfig, { type: 'kubeconfig' }>,
     headers: Record<string, string>,
   ): Promise<{ server: string; headers: Record<string, string>; tls: TlsMaterial }> {
-    let kc = this.#kubeConfig;
-    try {
-      if (kc === undefined) {
-        const { KubeConfig } = await import('@kubernetes/client-node');
-        kc = new KubeConfig();
-        const [first, ...rest] = config.files;
-        kc.loadFromFile(first!);
-        for (const file of rest) {
-          const more = new KubeConfig();
-          more.loadFromFile(file);
-          // kubectl's rule: the first file that sets current-context wins.
-          kc.mergeConfig(more, kc.currentContext !== '' && kc.currentContext !== undefined);
-        }
-        if (config.context !== undefined) {
-          if (kc.getContextObject(config.context) === null) {
-            throw new Error(`context ${JSON.stringify(config.context)} is not defined`);
-          }
-          kc.setCurrentContext(config.context);
-        }
-        if (kc.getCurrentCluster() === null) throw new Error('the current context names no cluster');
-        this.#kubeConfig = kc;
-      }
-    } catch (err) {
-      throw failure(config, 'cannot load', err);
-    }
+    const kc = await this.#loadKubeConfig(config);
     const cluster = kc.getCurrentCluster()!;
     const opts: {
       headers?: Record<string, string | string[] | number | undefined>;
@@ -272,6 +248,48 @@ export class KubeConnection {
         servername: opts.servername,
       },
     };
+  }
+
+  /**
+   * Loads what credentials need before any request: @kubernetes/client-node and the kubeconfig
+   * files (once). Kept out of request deadlines, since the first import alone can take a second.
+   */
+  async load(): Promise<void> {
+    if (this.config.type === 'kubeconfig') await this.#loadKubeConfig(this.config);
+  }
+
+  #loadKubeConfig(config: Extract<KubeConnectionConfig, { type: 'kubeconfig' }>): Promise<KubeConfigInstance> {
+    // One load shared by concurrent callers; a failed load is retried by the next caller.
+    this.#kubeConfig ??= this.#readKubeConfig(config).catch((err: unknown) => {
+      this.#kubeConfig = undefined;
+      throw err;
+    });
+    return this.#kubeConfig;
+  }
+
+  async #readKubeConfig(config: Extract<KubeConnectionConfig, { type: 'kubeconfig' }>): Promise<KubeConfigInstance> {
+    try {
+      const { KubeConfig } = await import('@kubernetes/client-node');
+      const kc = new KubeConfig();
+      const [first, ...rest] = config.files;
+      kc.loadFromFile(first!);
+      for (const file of rest) {
+        const more = new KubeConfig();
+        more.loadFromFile(file);
+        // kubectl's rule: the first file that sets current-context wins.
+        kc.mergeConfig(more, kc.currentContext !== '' && kc.currentContext !== undefined);
+      }
+      if (config.context !== undefined) {
+        if (kc.getContextObject(config.context) === null) {
+          throw new Error(`context ${JSON.stringify(config.context)} is not defined`);
+        }
+        kc.setCurrentContext(config.context);
+      }
+      if (kc.getCurrentCluster() === null) throw new Error('the current context names no cluster');
+      return kc;
+    } catch (err) {
+      throw failure(config, 'cannot load', err);
+    }
   }
 
   #dispatcherFor(tls: TlsMaterial): Dispatcher {

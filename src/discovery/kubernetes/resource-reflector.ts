@@ -139,6 +139,14 @@ export class ResourceReflector<T> {
     const { client, path, query, timing, clock } = this.#o;
     let needList = true;
     while (!this.#closed) {
+      try {
+        await client.connection.load();
+      } catch (err) {
+        if (this.#closed) return;
+        await this.#fail(this.#networkError(err, undefined));
+        continue;
+      }
+      if (this.#closed) return;
       const attempt = new Attempt(clock, timing.requestTimeoutMs);
       this.#attempt = attempt;
       let watching = false;
