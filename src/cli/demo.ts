@@ -4,6 +4,8 @@
  * client, evenlb proxy, connection recycler). Prints a live line, the tables, and writes a
  * self-contained HTML report. Usage errors exit 2; Ctrl-C stops everything and exits 130.
  */
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { isEvenlbError } from '../core/errors.js';
 import { parseDemoOptions } from '../demo/demo-options.js';
@@ -103,6 +105,20 @@ export function registerDemoCommand(program: Command): void {
       } catch (err) {
         if (isEvenlbError(err)) command.error(`error: ${err.message}`, { exitCode: 2, code: 'evenlb.usage' });
         throw err;
+      }
+      // Fail before starting anything rather than after a minute of work.
+      for (const [flag, file] of [
+        ['--output', options.output],
+        ['--json', options.json],
+      ] as const) {
+        if (file === undefined) continue;
+        const dir = dirname(resolve(file));
+        if (!existsSync(dir)) {
+          command.error(`error: ${flag} ${file}: directory ${dir} does not exist`, {
+            exitCode: 2,
+            code: 'evenlb.usage',
+          });
+        }
       }
       const outcome = await runDemo(options, {
         stdout: process.stdout,

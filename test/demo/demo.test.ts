@@ -260,9 +260,14 @@ describe('evenlb demo', () => {
     expect(netnsList().filter((n) => n.startsWith(`evenlb-${r.pid}-`))).toEqual([]);
   });
 
-  it('rejects bad options with exit 2', async () => {
-    const r = await runCli(['demo', '--pods', '1'], { timeoutMs: 10_000 });
+  it.each([
+    [['--pods', '1'], /"pods" must be an integer between 2 and 50/],
+    [['--phases', 'pinned,nope'], /unknown phase "nope"/],
+    [['--duration', 'soon'], /expected a duration/],
+    [['--output', '/nonexistent-dir/report.html'], /--output .*does not exist/],
+  ])('rejects %j with exit 2', async (args, message) => {
+    const r = await runCli(['demo', ...args], { timeoutMs: 10_000 });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/pods/);
+    expect(r.stderr).toMatch(message);
   });
 });
