@@ -134,6 +134,23 @@ describe('in-cluster', () => {
   });
 });
 
+describe('explicit connection', () => {
+  it('verifies with the given CA, skips verification only when told to, and refuses otherwise', async () => {
+    const server = api.url;
+    const withCa = await follow({ connection: { server, token: 'sa-token', ca } });
+    const insecure = await follow({ connection: { server, token: 'sa-token', insecureSkipTlsVerify: true } });
+    const unverified = await follow({ connection: { server, token: 'sa-token' } });
+    try {
+      await waitForSnapshot(withCa, (s) => s.status.state === 'ok' && s.endpoints.size > 0);
+      await waitForSnapshot(insecure, (s) => s.status.state === 'ok' && s.endpoints.size > 0);
+      const refused = await waitForSnapshot(unverified, (s) => s.status.state === 'degraded');
+      expect(refused.status.state === 'degraded' && refused.status.error.message).toMatch(/certificate/i);
+    } finally {
+      await Promise.all([withCa.close(), insecure.close(), unverified.close()]);
+    }
+  });
+});
+
 describe('kubeconfig', () => {
   let kubeconfig: string;
 
