@@ -156,7 +156,7 @@ describe('evenlb demo', () => {
     } finally {
       await browser.close();
     }
-  });
+  }, 60_000);
 
   it('stops everything on Ctrl-C mid-run and exits 130', async (ctx) => {
     if (!available.agent) ctx.skip();
@@ -190,7 +190,7 @@ describe('evenlb demo', () => {
     expect(runId).toBeDefined();
     expect(await eventually(() => demoProcesses(runId as string).length === 0, 5000)).toBe(true);
     expect(existsSync(join(dir, 'x.html'))).toBe(false);
-  });
+  }, 60_000);
 
   it('--dataplane netfilter: real kube-proxy rules when root, else says what is needed and exits 2', async () => {
     const support = netfilterSupport();
@@ -225,7 +225,7 @@ describe('evenlb demo', () => {
     // Conntrack pins every connection: nothing moves to the new pod until connections reopen.
     expect(pinned.maxOverMean >= 1.3 || pinned.newPodShareOfFair <= 0.05).toBe(true);
     expect(ours()).toEqual([]);
-  });
+  }, 60_000);
 
   it('--dataplane netfilter: Ctrl-C removes the namespace and every process in it', async (ctx) => {
     if (!netfilterSupport().ok) ctx.skip();
@@ -258,7 +258,7 @@ describe('evenlb demo', () => {
     const runId = /run ([0-9a-f]{8})/.exec(r.stderr)?.[1] as string;
     expect(await eventually(() => demoProcesses(runId).length === 0, 5000)).toBe(true);
     expect(netnsList().filter((n) => n.startsWith(`evenlb-${r.pid}-`))).toEqual([]);
-  });
+  }, 60_000);
 
   it.each([
     [['--pods', '1'], /"pods" must be an integer between 2 and 50/],
