@@ -57,26 +57,24 @@ export interface ForwardInfo {
  */
 export function upstreamRequestHeaders(raw: readonly string[], info: ForwardInfo): string[] {
   const out: string[] = [];
-  let listed: Set<string> | undefined;
+  let connection: string | undefined;
   let xff: string | undefined;
   let via: string | undefined;
   let teTrailers = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (name.length === 10 && name.toLowerCase() === 'connection') {
-      listed = connectionListed([raw[i + 1] as string]);
-    }
-  }
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    const value = raw[i + 1] as string;
-    if (name.charCodeAt(0) === 58 /* ':' */) continue;
-    const lower = name.toLowerCase();
-    if (HOP.has(lower)) {
-      if (lower === 'te' && /(^|,)\s*trailers\s*(;|,|$)/i.test(value)) teTrailers = true;
+    // Only names of these lengths need a look: most headers pass without lower-casing.
+    if (!SPECIAL_LENGTHS[name.length] || name.charCodeAt(0) === 58 /* ':' */) {
+      if (name.charCodeAt(0) !== 58) out.push(name, raw[i + 1] as string);
       continue;
     }
-    if (listed?.has(lower)) continue;
+    const value = raw[i + 1] as string;
+    const lower = name.toLowerCase();
+    if (HOP.has(lower)) {
+      if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
+      else if (lower === 'te' && /(^|,)\s*trailers\s*(;|,|$)/i.test(value)) teTrailers = true;
+      continue;
+    }
     switch (lower) {
       case 'host':
       case 'expect': // the proxy answered `100-continue` itself
@@ -92,13 +90,33 @@ export function upstreamRequestHeaders(raw: readonly string[], info: ForwardInfo
     }
     out.push(name, value);
   }
-  if (teTrailers) out.push('te', 'trailers');
-  out.push('host', info.hostRewrite ?? info.host);
-  out.push('x-forwarded-for', xff === undefined ? info.clientAddress : `${xff}, ${info.clientAddress}`);
-  out.push('x-forwarded-proto', info.proto);
-  out.push('x-forwarded-host', info.host);
+  const result = connection === undefined ? out : withoutListed(out, connection);
+  if (teTrailers) result.push('te', 'trailers');
+  result.push('host', info.hostRewrite ?? info.host);
+  result.push('x-forwarded-for', xff === undefined ? info.clientAddress : `${xff}, ${info.clientAddress}`);
+  result.push('x-forwarded-proto', info.proto);
+  result.push('x-forwarded-host', info.host);
   const hop = `${info.version} evenlb`;
-  out.push('via', via === undefined ? hop : `${via}, ${hop}`);
+  result.push('via', via === undefined ? hop : `${via}, ${hop}`);
+  return result;
+}
+
+/** Lengths of the header names `upstreamRequestHeaders` must inspect. */
+const SPECIAL_LENGTHS: readonly boolean[] = (() => {
+  const names = [...HOP, 'host', 'expect', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-for', 'via'];
+  const out: boolean[] = [];
+  for (const n of names) out[n.length] = true;
+  return out;
+})();
+
+/** `list` without the headers a `Connection` value names. */
+function withoutListed(list: string[], connection: string): string[] {
+  const listed = connectionListed([connection]);
+  if (listed === undefined) return list;
+  const out: string[] = [];
+  for (let i = 0; i < list.length; i += 2) {
+    if (!listed.has((list[i] as string).toLowerCase())) out.push(list[i] as string, list[i + 1] as string);
+  }
   return out;
 }
 

@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { downstreamRawHeaders, downstreamResponseHeaders, upstreamRequestHeaders } from './hop-headers.js';
+
+const info = { clientAddress: '10.0.0.9', proto: 'https', host: 'svc.example', version: '1.1' };
+
+function pairs(list: readonly string[]): [string, string][] {
+  const out: [string, string][] = [];
+  for (let i = 0; i < list.length; i += 2) out.push([list[i] as string, list[i + 1] as string]);
+  return out;
+}
+
+describe('upstreamRequestHeaders', () => {
+  const cases: { name: string; raw: string[]; keep: [string, string][]; drop: string[] }[] = [
+    {
+      name: 'hop-by-hop headers and those Connection lists',
+      raw: [
+        'Connection',
+        'keep-alive, X-Private',
+        'X-Private',
+        '1',
+        'Keep-Alive',
+        'timeout=5',
+        'Upgrade',
+        'h2c',
+        'Transfer-Encoding',
+        'chunked',
+        'Proxy-Authorization',
+        'x',
+        'Proxy-Connection',
+        'close',
+        'Accept',
+        '*/*',
+      ],
+      keep: [['Accept', '*/*']],
+      drop: [
+        'connection',
+        'x-private',
+        'keep-alive',
+        'upgrade',
+        'transfer-encoding',
+        'proxy-authorization',
+        'proxy-connection',
+      ],
+    },
+    {
+      name: 'TE keeps only trailers',
+      raw: ['TE', 'gzip, trailers'],
+      keep: [['te', 'trailers']],
+      drop: [],
+    },
+    {
+      name: 'TE without trailers is dropped',
+      raw: ['te', 'gzip'],
+      keep: [],
+      drop: ['te'],
+    },
+    {
+      name: 'pseudo-headers and Expect are not forwarded',
+      raw: [':path', '/', 'Expect', '100-continue', 'X-A', 'b'],
+      keep: [['X-A', 'b']],
+      drop: [':path', 'expect'],
+    },
+  ];
+  it.each(cases)('$name', ({ raw, keep, drop }) => {
+    const out = pairs(upstreamRequestHeaders(raw, info));
+    for (const k of keep) expect(out).toContainEqual(k);
+    for (const d of drop)
+      expect(out.filter(([n, v]) => n.toLowerCase() === d && !(d === 'te' && v === 'trailers'))).toEqual([]);
+  });
+
+  it('appends X-Forwarded-For and Via, replaces X-Forwarded-Proto/-Host, sets Host', () => {
+    const out = pairs(
+      upstreamRequestHeaders(
+        ['Host', 'svc.example', 'X-Forwarded-For', '1.1.1.1', 'X-Forwarded-Proto', 'http', 'Via', '1.0 edge'],
+        { ...info, hostRewrite: 'svc.ns.svc' },
+      ),
+    );
+    expect(out).toContainEqual(['host', 'svc.ns.svc']);
+    expect(out).toContainEqual(['x-forwarded-for', '1.1.1.1, 10.0.0.9']);
+    expect(out).toContainEqual(['x-forwarded-proto', 'https']);
+    expect(out).toContainEqual(['x-forwarded-host', 'svc.example']);
+    expect(out).toContainEqual(['via', '1.0 edge, 1.1 evenlb']);
+    expect(out.filter(([n]) => n.toLowerCase() === 'host')).toHaveLength(1);
+  });
+});
+
+describe('downstream response headers', () => {
+  it('drops hop-by-hop headers from an object and adds Via', () => {
+    const out = downstreamResponseHeaders(
+      { connection: 'x-a', 'x-a': '1', 'keep-alive': 'timeout=5', 'set-cookie': ['a=1', 'b=2'], ':status': '200' },
+      '2',
+    );
+    expect(out).toEqual({ 'set-cookie': ['a=1', 'b=2'], via: '2 evenlb' });
+  });
+
+  it('copies a raw Buffer list without hop-by-hop headers, keeping duplicates', () => {
+    const raw = [
+      'Content-Type',
+      'text/plain',
+      'Transfer-Encoding',
+      'chunked',
+      'Set-Cookie',
+      'a=1',
+      'Set-Cookie',
+      'b=2',
+      'Connection',
+      'X-Gone',
+      'X-Gone',
+      'y',
+    ].map((s) => Buffer.from(s, 'latin1'));
+    expect(pairs(downstreamRawHeaders(raw, '1.1'))).toEqual([
+      ['Content-Type', 'text/plain'],
+      ['Set-Cookie', 'a=1'],
+      ['Set-Cookie', 'b=2'],
+      ['via', '1.1 evenlb'],
+    ]);
+  });
+});
