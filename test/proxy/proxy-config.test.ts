@@ -130,14 +130,15 @@ describe('proxy reload', () => {
     await b.close();
   });
 
-  function get(port: number): Promise<string> {
+  function get(port: number, agent: http.Agent | false = false): Promise<string> {
     return new Promise((resolve, reject) => {
       http
-        .get({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
+        .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
           res.setEncoding('utf8');
           let body = '';
+          const localPort = res.socket.localPort;
           res.on('data', (c: string) => (body += c));
-          res.on('end', () => resolve(body));
+          res.on('end', () => resolve(agent === false ? body : `${body}@${localPort}`));
         })
         .on('error', reject);
     });
@@ -168,11 +169,17 @@ describe('proxy reload', () => {
     child.stderr?.on('data', (c: string) => (stderr += c));
     await waitFor(() => stderr.includes('proxy started'), 10_000, 'proxy start');
     expect(await get(port)).toBe('a 0\n');
+    const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const [bodyBefore, socketBefore] = (await get(port, keepAlive)).split('@');
+    expect(bodyBefore).toBe('a 0\n');
 
     // SIGHUP after rewriting the file: traffic moves to b (the watcher may reload first; either way).
     write(b.key);
     child.kill('SIGHUP');
     await waitFor(async () => (await get(port)) === 'b 0\n', 5000, 'reload to b');
+    // The client's keep-alive connection survived the reload and now reaches b.
+    expect(await get(port, keepAlive)).toBe(`b 0\n@${socketBefore}`);
+    keepAlive.destroy();
 
     // A bad file: the running configuration stays, the reason is logged.
     writeFileSync(file, 'listeners: [{ address: "127.0.0.1:1", protocol: quic }]\nclusters: []\n');
