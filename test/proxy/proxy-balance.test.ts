@@ -7,7 +7,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { type Backend, shares, startBackend, startProxy } from './helpers.js';
+import { type Backend, shares, startBackend, startProxy, waitFor } from './helpers.js';
 
 let backends: Backend[] = [];
 let proxy: ProxyServer;
@@ -138,5 +138,52 @@ describe('proxy balancing', () => {
     expect(seen?.['x-forwarded-host']).toBe('svc.example:8080');
     expect(seen?.via).toBe('1.1 evenlb');
     expect(r.headers.via).toBe('1.1 evenlb');
+  });
+});
+
+describe('access log', () => {
+  it('writes one JSON line per request when accessLog is on', async () => {
+    const { Writable } = await import('node:stream');
+    const { pino } = await import('pino');
+    const { ProxyServer } = await import('../../src/proxy/proxy-server.js');
+    const { normalizeProxyConfig } = await import('../../src/proxy/proxy-config.js');
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        for (const l of chunk.toString('utf8').split('\n')) if (l.trim() !== '') lines.push(JSON.parse(l));
+        cb();
+      },
+    });
+    const logged = await ProxyServer.start(
+      normalizeProxyConfig({
+        accessLog: true,
+        listeners: [{ name: 'logged', address: '127.0.0.1:0' }],
+        clusters: [{ name: 'web', target: `static:///${backends[0]?.key}` }],
+      }),
+      { logger: pino({ level: 'info' }, sink) },
+    );
+    try {
+      const agent = new http.Agent({ keepAlive: false });
+      await new Promise<void>((resolve, reject) =>
+        http
+          .get({ host: '127.0.0.1', port: logged.listenerPort('logged'), path: '/logged?x=1', agent }, (r) => {
+            r.resume();
+            r.on('end', resolve);
+          })
+          .on('error', reject),
+      );
+      await waitFor(() => lines.some((l) => l.access === true), 2000, 'access log line');
+      const line = lines.find((l) => l.access === true);
+      expect(line).toMatchObject({
+        method: 'GET',
+        path: '/logged?x=1',
+        status: 200,
+        cluster: 'web',
+        listener: 'logged',
+      });
+      expect(typeof line?.durationMs).toBe('number');
+    } finally {
+      await logged.close();
+    }
   });
 });
