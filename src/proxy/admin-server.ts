@@ -19,6 +19,8 @@ export interface AdminDeps {
   readonly config: () => ProxyConfig;
   /** Undefined when ready; else why not. */
   readonly notReady: () => string | undefined;
+  /** Per-cluster detail from the shared `Cluster` (endpoint state, pod names, windows). */
+  readonly clusterDetails?: () => unknown[];
 }
 
 let chartJs: Buffer | undefined;
@@ -67,7 +69,7 @@ export class AdminServer {
         return;
       }
       case '/endpoints':
-        return json(res, 200, { clusters: d.metrics.stats() });
+        return json(res, 200, { clusters: d.metrics.stats(), details: d.clusterDetails?.() ?? [] });
       case '/config':
         return json(res, 200, d.config());
       case '/healthz':

@@ -74,6 +74,7 @@ export class ProxyServer {
           metrics: proxy.metrics,
           config: () => proxy.#config,
           notReady: () => proxy.#notReady(),
+          clusterDetails: () => [...proxy.#clusters.values()].map((c) => c.cluster.stats()),
         });
         await proxy.#admin.listen(config.admin.address);
       }
