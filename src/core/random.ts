@@ -18,11 +18,13 @@ export interface Random {
  */
 export class SeededRandom implements Random {
   /**
-   * The four sfc32 state words as int32. A typed array, not four number fields: words above
-   * 2^31 are not small integers, and storing them in object fields boxes a heap number on
-   * every draw — pickers must not allocate.
+   * The four sfc32 state words, then the latest output word, as int32. A typed array, not
+   * number fields or return values: words above 2^30 are not small integers, and storing one
+   * in a field or returning it from a call that is not inlined boxes a heap number — pickers
+   * draw on every request and must not allocate. `int()` returns a small integer and `next()`
+   * a float, computed from the output slot.
    */
-  readonly #s = new Int32Array(4);
+  readonly #s = new Int32Array(5);
   readonly seed: number;
 
   constructor(seed: number) {
@@ -37,10 +39,11 @@ export class SeededRandom implements Random {
       return (z ^ (z >>> 16)) >>> 0;
     };
     for (let i = 0; i < 4; i++) this.#s[i] = mix();
-    for (let i = 0; i < 12; i++) this.#u32();
+    for (let i = 0; i < 12; i++) this.#advance();
   }
 
-  #u32(): number {
+  /** One sfc32 step; the output word lands in slot 4. */
+  #advance(): void {
     const s = this.#s;
     const a = s[0] as number;
     const b = s[1] as number;
@@ -52,20 +55,23 @@ export class SeededRandom implements Random {
     s[1] = c + (c << 3);
     c = (c << 21) | (c >>> 11);
     s[2] = c + t;
-    return t >>> 0;
+    s[4] = t;
   }
 
   next(): number {
-    return this.#u32() / 4294967296;
+    this.#advance();
+    return ((this.#s[4] as number) >>> 0) / 4294967296;
   }
 
   int(n: number): number {
-    return Math.floor((this.#u32() / 4294967296) * n);
+    this.#advance();
+    return Math.floor((((this.#s[4] as number) >>> 0) / 4294967296) * n);
   }
 
   /** A new independent generator derived from this one (for per-component streams). */
   fork(): SeededRandom {
-    return new SeededRandom(this.#u32());
+    this.#advance();
+    return new SeededRandom(this.#s[4] as number);
   }
 }
 

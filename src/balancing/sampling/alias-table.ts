@@ -1,10 +1,12 @@
 /**
  * Weighted random choice in O(1) per draw: Vose's alias method. Building the table is O(n);
- * each draw reads one random number, splits it into a column and a coin, and returns the
- * column or its alias. Used by the `random` policy and by the weighted candidate draws of
+ * each draw picks a column and tosses a biased coin between the column and its alias. Used by the `random` policy and by the weighted candidate draws of
  * `least-request` and `peak-ewma`.
  */
 import type { Random } from '../../core/random.js';
+
+/** Coin resolution: 2^24 steps. */
+const COIN = 16_777_216;
 
 export class AliasTable {
   readonly size: number;
@@ -63,10 +65,12 @@ export class AliasTable {
     this.#alias = alias;
   }
 
-  /** An index in [0, size), with probability proportional to its weight. One random draw. */
+  /**
+   * An index in [0, size), with probability proportional to its weight. Two integer draws (a
+   * column and a 24-bit coin): integers stay unboxed across calls, floats may not.
+   */
   sample(random: Random): number {
-    const u = random.next() * this.size;
-    const i = Math.floor(u);
-    return u - i < (this.#prob[i] as number) ? i : (this.#alias[i] as number);
+    const i = random.int(this.size);
+    return random.int(COIN) < (this.#prob[i] as number) * COIN ? i : (this.#alias[i] as number);
   }
 }

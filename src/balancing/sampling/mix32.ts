@@ -22,8 +22,3 @@ export const GOLDEN32 = 0x9e3779b9;
 export function mix32With(base: number, i: number): number {
   return mix32((base + Math.imul(i + 1, GOLDEN32)) | 0);
 }
-
-/** A random 32-bit key, for hash policies picking without `PickContext.hash`. */
-export function randomHash(random: { next(): number }): number {
-  return (random.next() * 4294967296) >>> 0;
-}

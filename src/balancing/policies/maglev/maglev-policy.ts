@@ -14,7 +14,7 @@
 import { opt, optionError, type Parsed, parseOptions } from '../../../core/options.js';
 import { hashKey, type Picked, type PickFn, type TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy } from '../../policy.js';
-import { mix32, randomHash } from '../../sampling/mix32.js';
+import { mix32 } from '../../sampling/mix32.js';
 import { endpointWeights, sortedByKey } from '../../sampling/weights.js';
 import { isPrime, MaglevTable, nextPrime } from './maglev-table.js';
 
@@ -59,8 +59,14 @@ export const maglevPolicy: BalancingPolicy<MaglevOptions> = {
         const slots = buildMaglevTable(keys, endpointWeights(endpoints), options.tableSize).slots;
         const size = slots.length;
         return (context) => {
-          const hash = context?.hash;
-          let at = (hash === undefined ? randomHash(random) : hash >>> 0) % size;
+          // Branch on the context rather than `context?.hash`, and draw a missing key as two
+          // 16-bit integers: a value that may be undefined, or a 32-bit number passed between
+          // calls, is boxed on the heap; this keeps the key an unboxed integer.
+          let hash: number;
+          if (context === undefined || context.hash === undefined)
+            hash = random.int(65_536) * 65_536 + random.int(65_536);
+          else hash = context.hash >>> 0;
+          let at = hash % size;
           const exclude = context?.exclude;
           if (exclude !== undefined && keys[slots[at]!] === exclude && endpoints.length > 1) {
             // Retry on another endpoint: neighbouring slots belong to unrelated endpoints.

@@ -34,18 +34,21 @@ const spec = {
 export type PeakEwmaOptions = Parsed<typeof spec>;
 
 /**
- * True when `a` costs less than `b`. Each estimate decays by the same factor per elapsed ms, so
- * the order of two costs is the same at every instant after both were last observed: compare
- * them at the later of the two stamps. Exact, needs no clock read, and only the older record
- * pays an `exp`.
+ * True when endpoint `a` costs less than endpoint `b`. Each estimate decays by the same factor
+ * per elapsed ms, so the order of two costs is the same at every instant after both were last
+ * observed: compare them at the later of the two stamps. Exact, needs no clock read, and only
+ * the older record pays an `exp`. Indices, not numbers, cross the call: a float argument to a
+ * call that is not inlined would be boxed on the heap.
  */
-function cheaper(a: EndpointLoad, aPerWeight: number, b: EndpointLoad, bPerWeight: number): boolean {
-  let costA = a.estimateMs * (a.inFlight * aPerWeight + 1);
-  let costB = b.estimateMs * (b.inFlight * bPerWeight + 1);
-  const at = a.estimatedAtMs;
-  const bt = b.estimatedAtMs;
-  if (at < bt) costA *= Math.exp((at - bt) / a.decayMs);
-  else if (bt < at) costB *= Math.exp((bt - at) / b.decayMs);
+function cheaper(loads: readonly EndpointLoad[], perWeight: Float64Array, a: number, b: number): boolean {
+  const la = loads[a]!;
+  const lb = loads[b]!;
+  let costA = la.estimateMs * (la.inFlight * perWeight[a]! + 1);
+  let costB = lb.estimateMs * (lb.inFlight * perWeight[b]! + 1);
+  const at = la.estimatedAtMs;
+  const bt = lb.estimatedAtMs;
+  if (at < bt) costA *= Math.exp((at - bt) / la.decayMs);
+  else if (bt < at) costB *= Math.exp((bt - at) / lb.decayMs);
   return costA < costB;
 }
 
@@ -82,7 +85,7 @@ export const peakEwmaPolicy: BalancingPolicy<PeakEwmaOptions> = {
             const a = random.int(n);
             let b = random.int(n - 1);
             if (b >= a) b++;
-            return cheaper(loads[b]!, 1, loads[a]!, 1) ? results[b]! : results[a]!;
+            return cheaper(loads, perWeight, b, a) ? results[b]! : results[a]!;
           };
         }
         const draw = uniform ? new CandidateDraw(n, random) : new CandidateDraw(n, random, weights);
@@ -91,7 +94,7 @@ export const peakEwmaPolicy: BalancingPolicy<PeakEwmaOptions> = {
           let best = draw.next();
           for (let c = 1; c < d; c++) {
             const i = draw.next();
-            if (cheaper(loads[i]!, perWeight[i]!, loads[best]!, perWeight[best]!)) best = i;
+            if (cheaper(loads, perWeight, i, best)) best = i;
           }
           return results[best]!;
         };

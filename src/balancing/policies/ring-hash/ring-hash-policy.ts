@@ -13,7 +13,6 @@
 import { opt, optionError, type Parsed, parseOptions } from '../../../core/options.js';
 import { hashKey, type Picked, type PickFn, type TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy } from '../../policy.js';
-import { randomHash } from '../../sampling/mix32.js';
 import { endpointWeights } from '../../sampling/weights.js';
 import { HashRing } from './hash-ring.js';
 
@@ -68,8 +67,14 @@ export const ringHashPolicy: BalancingPolicy<RingHashOptions> = {
         const owners = ring.owners;
         const size = ring.size;
         return (context) => {
-          const hash = context?.hash;
-          let at = ring.locate(hash === undefined ? randomHash(random) : hash >>> 0);
+          // Branch on the context rather than `context?.hash`, and draw a missing key as two
+          // 16-bit integers: a value that may be undefined, or a 32-bit number passed between
+          // calls, is boxed on the heap; this keeps the key an unboxed integer.
+          let hash: number;
+          if (context === undefined || context.hash === undefined)
+            hash = random.int(65_536) * 65_536 + random.int(65_536);
+          else hash = context.hash >>> 0;
+          let at = ring.locate(hash);
           const exclude = context?.exclude;
           if (exclude !== undefined && keys[owners[at]!] === exclude && endpoints.length > 1) {
             // Retry on another endpoint: the next point on the ring owned by someone else.

@@ -12,7 +12,6 @@
 import { parseOptions } from '../../../core/options.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy } from '../../policy.js';
-import { randomHash } from '../../sampling/mix32.js';
 import { sortedByKey, weightsUniform } from '../../sampling/weights.js';
 
 export type SourceHashOptions = Readonly<Record<string, never>>;
@@ -30,30 +29,36 @@ export const sourceHashPolicy: BalancingPolicy<SourceHashOptions> = {
         const n = sorted.length;
         const results: readonly Picked[] = sorted.map((t) => t.result);
         const keys = sorted.map((t) => t.endpoint.key);
-        // Position in [0, n) for a key: modulo, or the cumulative-weight bucket it falls in.
-        let position: (hash: number) => number;
-        if (weightsUniform(sorted)) {
-          position = (hash) => hash % n;
-        } else {
-          const upper = new Float64Array(n);
+        // Weighted sets: each endpoint's upper bound on the cumulative-weight line, scaled so
+        // that a 32-bit key falls in the bucket of its endpoint. Equal weights: plain modulo.
+        let upper: Float64Array | undefined;
+        if (!weightsUniform(sorted)) {
+          upper = new Float64Array(n);
           let total = 0;
           for (let i = 0; i < n; i++) upper[i] = total += sorted[i]!.endpoint.weight;
-          const scale = total / 4294967296;
-          position = (hash) => {
-            const x = hash * scale;
+          for (let i = 0; i < n; i++) upper[i] = (upper[i]! / total) * 4294967296;
+        }
+        return (context) => {
+          // Branch on the context rather than `context?.hash`, and draw a missing key as two
+          // 16-bit integers: a value that may be undefined, or a 32-bit number passed between
+          // calls, is boxed on the heap; this keeps the key an unboxed integer.
+          let hash: number;
+          if (context === undefined || context.hash === undefined)
+            hash = random.int(65_536) * 65_536 + random.int(65_536);
+          else hash = context.hash >>> 0;
+          let at: number;
+          if (upper === undefined) at = hash % n;
+          else {
+            // The first endpoint whose upper bound exceeds the key.
             let lo = 0;
             let hi = n - 1;
             while (lo < hi) {
               const mid = (lo + hi) >>> 1;
-              if (upper[mid]! <= x) lo = mid + 1;
+              if (upper[mid]! <= hash) lo = mid + 1;
               else hi = mid;
             }
-            return lo;
-          };
-        }
-        return (context) => {
-          const hash = context?.hash;
-          let at = position(hash === undefined ? randomHash(random) : hash >>> 0);
+            at = lo;
+          }
           const exclude = context?.exclude;
           if (exclude !== undefined && keys[at] === exclude && n > 1) at = at + 1 === n ? 0 : at + 1;
           return results[at]!;

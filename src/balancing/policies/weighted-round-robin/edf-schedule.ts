@@ -19,8 +19,8 @@
 export class EdfSchedule {
   readonly keys: readonly string[];
   readonly weights: Float64Array;
-  /** Virtual time of the latest pick. */
-  time = 0;
+  /** [virtual time of the latest pick]: a typed slot, so storing a float never boxes one. */
+  readonly #time = new Float64Array(1);
   readonly #period: Float64Array;
   /** Heap slot → deadline. */
   readonly #due: Float64Array;
@@ -68,6 +68,11 @@ export class EdfSchedule {
     }
   }
 
+  /** Virtual time of the latest pick. */
+  get time(): number {
+    return this.#time[0] as number;
+  }
+
   get size(): number {
     return this.keys.length;
   }
@@ -76,7 +81,7 @@ export class EdfSchedule {
   remainingAll(): Float64Array {
     const out = new Float64Array(this.keys.length);
     for (let slot = 0; slot < out.length; slot++) {
-      out[this.#index[slot] as number] = Math.max(0, (this.#due[slot] as number) - this.time);
+      out[this.#index[slot] as number] = Math.max(0, (this.#due[slot] as number) - (this.#time[0] as number));
     }
     return out;
   }
@@ -89,14 +94,15 @@ export class EdfSchedule {
     if (this.#rotating) {
       const k = this.#next;
       const item = index[k] as number;
-      this.time = due[k] as number;
-      due[k] = this.time + (this.#period[item] as number);
+      const now = due[k] as number;
+      this.#time[0] = now;
+      due[k] = now + (this.#period[item] as number);
       this.#next = k + 1 === n ? 0 : k + 1;
       return item;
     }
     const top = index[0] as number;
     const now = due[0] as number;
-    this.time = now;
+    this.#time[0] = now;
     const key = now + (this.#period[top] as number);
     // Bottom-up: move the earlier child up until the hole reaches a leaf...
     let hole = 0;
