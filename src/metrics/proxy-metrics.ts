@@ -6,7 +6,7 @@
  * `imbalance()`) are computed over a sliding window of per-endpoint request counts sampled
  * once a second. `snapshot()` gives the same figures as JSON for the dashboard.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
 import type { Balancer } from '../balancing/balancer.js';
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
 import { type Imbalance, imbalance } from './imbalance.js';
@@ -41,6 +41,58 @@ export const proxyMetricNames = Object.freeze({
 interface Sample {
   readonly atMs: number;
   readonly counts: ReadonlyMap<string, number>;
+}
+
+/** Upper bounds (seconds) of the upstream latency histogram's buckets. */
+export const LATENCY_BUCKETS_S: readonly number[] = Object.freeze([
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+]);
+
+const CODE_CLASSES = ['aborted', '1xx', '2xx', '3xx', '4xx', '5xx'];
+
+interface LatencyCounts {
+  readonly cluster: string;
+  readonly endpoint: string;
+  /** Non-cumulative counts per bucket; observations above the last bound only count in `count`. */
+  readonly buckets: Float64Array;
+  sum: number;
+  count: number;
+}
+
+/**
+ * A Prometheus histogram backed by plain per-endpoint arrays: observing is a few arithmetic
+ * operations (prom-client's own `observe` hashes the label set every time), and the registry
+ * reads the cumulative buckets at scrape time.
+ */
+function latencyHistogram(name: string, data: ReadonlyMap<string, LatencyCounts>) {
+  const help = 'Upstream request duration (to the end of the response), seconds.';
+  const get = async () => {
+    const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
+    for (const c of data.values()) {
+      let cumulative = 0;
+      LATENCY_BUCKETS_S.forEach((le, i) => {
+        cumulative += c.buckets[i] as number;
+        values.push({
+          metricName: `${name}_bucket`,
+          labels: { le, cluster: c.cluster, endpoint: c.endpoint },
+          value: cumulative,
+        });
+      });
+      values.push({
+        metricName: `${name}_bucket`,
+        labels: { le: '+Inf', cluster: c.cluster, endpoint: c.endpoint },
+        value: c.count,
+      });
+      values.push({ metricName: `${name}_sum`, labels: { cluster: c.cluster, endpoint: c.endpoint }, value: c.sum });
+      values.push({
+        metricName: `${name}_count`,
+        labels: { cluster: c.cluster, endpoint: c.endpoint },
+        value: c.count,
+      });
+    }
+    return { name, help, type: 'histogram', aggregator: 'sum', values };
+  };
+  return { name, help, type: 'histogram', aggregator: 'sum', labelNames: ['cluster', 'endpoint'], get, reset() {} };
 }
 
 export interface EndpointStats {
@@ -79,10 +131,10 @@ export class ProxyMetrics {
   readonly #samples = new Map<string, Sample[]>();
   readonly #ejections = new Map<string, number>();
   readonly #ejectionsCounter: Counter<'cluster' | 'endpoint'>;
-  readonly #duration: Histogram<'cluster' | 'endpoint'>;
-  readonly #durationChildren = new Map<string, { observe(v: number): void }>();
-  readonly #downstream: Counter<'listener' | 'code'>;
-  readonly #downstreamChildren = new Map<string, { inc(): void }>();
+  /** Latency buckets per `cluster\0endpoint`: plain counters on the hot path, exposed at scrape. */
+  readonly #latency = new Map<string, LatencyCounts>();
+  /** Answered requests per listener, indexed by status class (0 = aborted, 1..5 = 1xx..5xx). */
+  readonly #answered = new Map<string, Float64Array>();
   readonly #rejected: Counter<'listener' | 'reason'>;
   readonly #connections: Gauge<'listener'>;
   readonly reloads: Counter<'result'>;
@@ -163,18 +215,21 @@ export class ProxyMetrics {
       "Jain's fairness index of per-endpoint requests, sliding window (1 = even).",
       (i) => i.jain,
     );
-    this.#duration = new Histogram({
-      name: n.upstreamDuration,
-      help: 'Upstream request duration (to the end of the response), seconds.',
-      labelNames: ['cluster', 'endpoint'],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [r],
-    });
-    this.#downstream = new Counter({
+    r.registerMetric(latencyHistogram(n.upstreamDuration, this.#latency) as unknown as Metric<string>);
+    const answered = this.#answered;
+    new Counter({
       name: n.downstreamRequests,
       help: 'Requests answered per listener and status class.',
       labelNames: ['listener', 'code'],
       registers: [r],
+      collect(this: Counter<'listener' | 'code'>) {
+        this.reset();
+        for (const [listener, counts] of answered) {
+          counts.forEach((v, i) => {
+            if (v > 0 || i === 2) this.inc({ listener, code: CODE_CLASSES[i] as string }, v);
+          });
+        }
+      },
     });
     this.#rejected = new Counter({
       name: n.rejected,
@@ -202,30 +257,38 @@ export class ProxyMetrics {
   initListener(listener: string): void {
     this.#connections.inc({ listener }, 0);
     this.#rejected.inc({ listener, reason: 'bad-request' }, 0);
-    this.#downstream.inc({ listener, code: '2xx' }, 0);
+    if (!this.#answered.has(listener)) this.#answered.set(listener, new Float64Array(6));
   }
 
   /** Records one upstream attempt's duration. */
   observeUpstream(cluster: string, endpoint: string, durationMs: number): void {
     const key = `${cluster}\u0000${endpoint}`;
-    let child = this.#durationChildren.get(key);
-    if (child === undefined) {
-      child = this.#duration.labels(cluster, endpoint);
-      this.#durationChildren.set(key, child);
+    let counts = this.#latency.get(key);
+    if (counts === undefined) {
+      counts = { cluster, endpoint, buckets: new Float64Array(LATENCY_BUCKETS_S.length), sum: 0, count: 0 };
+      this.#latency.set(key, counts);
     }
-    child.observe(durationMs / 1000);
+    const s = durationMs / 1000;
+    counts.sum += s;
+    counts.count++;
+    const b = counts.buckets;
+    for (let i = 0; i < LATENCY_BUCKETS_S.length; i++) {
+      if (s <= (LATENCY_BUCKETS_S[i] as number)) {
+        b[i] = (b[i] as number) + 1;
+        break;
+      }
+    }
   }
 
   /** Records one answered downstream request. */
   observeDownstream(listener: string, status: number): void {
-    const code = status === 0 ? 'aborted' : `${Math.floor(status / 100)}xx`;
-    const key = `${listener}\u0000${code}`;
-    let child = this.#downstreamChildren.get(key);
-    if (child === undefined) {
-      child = this.#downstream.labels(listener, code);
-      this.#downstreamChildren.set(key, child);
+    let counts = this.#answered.get(listener);
+    if (counts === undefined) {
+      counts = new Float64Array(6);
+      this.#answered.set(listener, counts);
     }
-    child.inc();
+    const i = status >= 100 && status < 600 ? Math.floor(status / 100) : 0;
+    counts[i] = (counts[i] as number) + 1;
   }
 
   /** Records one outlier ejection. */

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { Balancer } from '../balancing/balancer.js';
+import { ManualClock } from '../core/clock.js';
+import { EndpointSet } from '../core/endpoint-set.js';
+import { SeededRandom } from '../core/random.js';
+import { ProxyMetrics, proxyMetricNames } from './proxy-metrics.js';
+
+function setup() {
+  const clock = new ManualClock();
+  const balancer = new Balancer({ policy: 'round-robin', clock, random: new SeededRandom(1) });
+  balancer.update(
+    EndpointSet.from([
+      { address: '10.0.0.1', port: 80 },
+      { address: '10.0.0.2', port: 80 },
+    ]),
+  );
+  const view = { name: 'web', balancer, connections: () => new Map([['10.0.0.1:80', 3]]) };
+  const metrics = new ProxyMetrics(() => [view], { windowMs: 10_000, clock, processMetrics: false });
+  return { clock, balancer, metrics };
+}
+
+describe('ProxyMetrics', () => {
+  it('exposes the latency histogram with cumulative buckets, sum and count', async () => {
+    const { metrics } = setup();
+    for (const ms of [0.2, 3, 3, 40, 20_000]) metrics.observeUpstream('web', '10.0.0.1:80', ms);
+    const text = await metrics.registry.metrics();
+    const name = proxyMetricNames.upstreamDuration;
+    expect(text).toContain(`# TYPE ${name} histogram`);
+    expect(text).toContain(`${name}_bucket{le="0.0005",cluster="web",endpoint="10.0.0.1:80"} 1`);
+    expect(text).toContain(`${name}_bucket{le="0.005",cluster="web",endpoint="10.0.0.1:80"} 3`);
+    expect(text).toContain(`${name}_bucket{le="0.05",cluster="web",endpoint="10.0.0.1:80"} 4`);
+    expect(text).toContain(`${name}_bucket{le="10",cluster="web",endpoint="10.0.0.1:80"} 4`);
+    expect(text).toContain(`${name}_bucket{le="+Inf",cluster="web",endpoint="10.0.0.1:80"} 5`);
+    expect(text).toContain(`${name}_count{cluster="web",endpoint="10.0.0.1:80"} 5`);
+    metrics.close();
+  });
+
+  it('reads per-endpoint counters from the load records and windows the imbalance', async () => {
+    const { clock, balancer, metrics } = setup();
+    for (let i = 0; i < 30; i++) {
+      const load = balancer.loads.get('10.0.0.1:80');
+      load.end(load.start(), true);
+    }
+    for (let i = 0; i < 10; i++) {
+      const load = balancer.loads.get('10.0.0.2:80');
+      load.end(load.start(), i > 0);
+    }
+    metrics.observeDownstream('web', 200);
+    metrics.observeDownstream('web', 503);
+    metrics.observeDownstream('web', 0);
+    const text = await metrics.registry.metrics();
+    expect(text).toContain(`${proxyMetricNames.upstreamRequests}{cluster="web",endpoint="10.0.0.1:80"} 30`);
+    expect(text).toContain(`${proxyMetricNames.upstreamErrors}{cluster="web",endpoint="10.0.0.2:80"} 1`);
+    expect(text).toContain(`${proxyMetricNames.upstreamConnections}{cluster="web",endpoint="10.0.0.1:80"} 3`);
+    expect(text).toContain(`${proxyMetricNames.imbalanceMaxOverMean}{cluster="web"} 1.5`);
+    expect(text).toContain(`${proxyMetricNames.downstreamRequests}{listener="web",code="5xx"} 1`);
+    expect(text).toContain(`${proxyMetricNames.downstreamRequests}{listener="web",code="aborted"} 1`);
+    // After the window passes with no new requests, the window is even again (all zero).
+    clock.advance(12_000);
+    expect(metrics.stats()[0]?.imbalance.maxOverMean).toBe(1);
+    metrics.close();
+  });
+});
