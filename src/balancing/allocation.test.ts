@@ -51,9 +51,9 @@ describe.each(registeredPolicies().map((p) => [p.name, p] as const))('%s pick()'
   it.each([
     { set: 'equal weights', weight: () => 1 },
     { set: 'weights 1-4', weight: (i: number) => 1 + (i % 4) },
-  ])('allocates nothing per pick ($set, 100 endpoints)', ({ weight }) => {
+  ])('allocates nothing per pick ($set, 1,000 endpoints)', ({ weight }) => {
     const { b } = seededBalancer(policy.name, 1);
-    b.update(EndpointSet.from(endpointInputs(100, (i) => ({ weight: weight(i) }))));
+    b.update(EndpointSet.from(endpointInputs(1000, (i) => ({ weight: weight(i) }))));
     b.picker.endpoints.forEach((t, i) => {
       for (let k = 0; k < i % 3; k++) t.load.start();
     });

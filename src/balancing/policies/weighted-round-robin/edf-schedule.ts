@@ -119,8 +119,18 @@ export class EdfSchedule {
       index[hole] = index[child] as number;
       hole = child;
     }
-    // ...then put the moved-on item in the hole and let it climb to its place.
-    this.#siftUp(hole, key, top);
+    // ...then put the moved-on item in the hole and let it climb to its place. (Inline, not
+    // #siftUp: a float argument to a call that is not inlined would be boxed on the heap.)
+    while (hole > 0) {
+      const parent = (hole - 1) >> 1;
+      const dp = due[parent] as number;
+      if (dp < key || (dp === key && (index[parent] as number) < top)) break;
+      due[hole] = dp;
+      index[hole] = index[parent] as number;
+      hole = parent;
+    }
+    due[hole] = key;
+    index[hole] = top;
     return top;
   }
 
