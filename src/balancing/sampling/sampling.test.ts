@@ -3,7 +3,6 @@ import { SeededRandom } from '../../core/random.js';
 import { AliasTable } from './alias-table.js';
 import { CandidateDraw } from './candidate-draw.js';
 import { mix32, mix32With } from './mix32.js';
-import { radixSortPairs } from './radix-sort.js';
 
 describe('AliasTable', () => {
   const cases: { weights: number[] }[] = [
@@ -82,23 +81,6 @@ describe('CandidateDraw', () => {
       draw.begin();
       expect(new Set([draw.next(), draw.next(), draw.next()]).size).toBe(3);
     }
-  });
-});
-
-describe('radixSortPairs', () => {
-  it.each([0, 1, 7, 5000, 300_000])('sorts %d keys like a comparison sort, stably, payload attached', (n) => {
-    const random = new SeededRandom(n + 1);
-    const keys = new Uint32Array(n);
-    const values = new Int32Array(n);
-    for (let i = 0; i < n; i++) {
-      // Few distinct keys in the small cases to exercise stability.
-      keys[i] = n < 10_000 ? random.int(50) * 0x01000193 : random.int(4294967296);
-      values[i] = i;
-    }
-    const reference = Array.from(keys, (k, i) => [k, i] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-    const sorted = radixSortPairs(keys.slice(), values.slice());
-    expect(Array.from(sorted.keys)).toEqual(reference.map((r) => r[0]));
-    expect(Array.from(sorted.values)).toEqual(reference.map((r) => r[1]));
   });
 });
 

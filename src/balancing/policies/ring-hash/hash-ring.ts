@@ -10,7 +10,6 @@
  */
 
 import { mix32With } from '../../sampling/mix32.js';
-import { radixSortPairs } from '../../sampling/radix-sort.js';
 
 export class HashRing {
   /** Ring point hashes, ascending. */
@@ -28,29 +27,52 @@ export class HashRing {
   constructor(baseHashes: ArrayLike<number>, counts: ArrayLike<number>) {
     let total = 0;
     for (let i = 0; i < counts.length; i++) total += counts[i] as number;
-    const keys = new Uint32Array(total);
-    const values = new Int32Array(total);
-    let p = 0;
+    // Bucket sort on the top bits: points are uniform, so buckets hold a handful each. One
+    // counting pass gives the lookup table, one scatter places the points, and a short
+    // insertion sort orders each bucket: faster than a two-pass radix sort of the points.
+    const bits = Math.min(16, Math.max(1, Math.ceil(Math.log2(total))));
+    const shift = 32 - bits;
+    const buckets = 1 << bits;
+    const start = new Uint32Array(buckets + 1);
+    for (let i = 0; i < counts.length; i++) {
+      const base = baseHashes[i] as number;
+      const c = counts[i] as number;
+      for (let j = 0; j < c; j++) start[(mix32With(base, j) >>> shift) + 1]!++;
+    }
+    for (let b = 0; b < buckets; b++) start[b + 1]! += start[b] as number;
+    const hashes = new Uint32Array(total);
+    const owners = new Int32Array(total);
+    const cursor = start.slice(0, buckets);
     for (let i = 0; i < counts.length; i++) {
       const base = baseHashes[i] as number;
       const c = counts[i] as number;
       for (let j = 0; j < c; j++) {
-        keys[p] = mix32With(base, j);
-        values[p++] = i;
+        const h = mix32With(base, j);
+        const at = cursor[h >>> shift]!++;
+        hashes[at] = h;
+        owners[at] = i;
       }
     }
-    const sorted = radixSortPairs(keys, values);
-    this.hashes = sorted.keys;
-    this.owners = sorted.values;
-    const bits = Math.min(16, Math.max(1, Math.ceil(Math.log2(total))));
-    this.#shift = 32 - bits;
-    const buckets = 1 << bits;
-    const start = new Uint32Array(buckets + 1);
-    let at = 0;
-    for (let b = 0; b <= buckets; b++) {
-      while (at < total && (this.hashes[at] as number) >>> this.#shift < b) at++;
-      start[b] = at;
+    for (let b = 0; b < buckets; b++) {
+      const lo = start[b] as number;
+      const hi = start[b + 1] as number;
+      for (let k = lo + 1; k < hi; k++) {
+        const h = hashes[k] as number;
+        const o = owners[k] as number;
+        let m = k - 1;
+        // Stable: equal hashes keep endpoint order.
+        while (m >= lo && (hashes[m] as number) > h) {
+          hashes[m + 1] = hashes[m] as number;
+          owners[m + 1] = owners[m] as number;
+          m--;
+        }
+        hashes[m + 1] = h;
+        owners[m + 1] = o;
+      }
     }
+    this.hashes = hashes;
+    this.owners = owners;
+    this.#shift = shift;
     this.#start = start;
   }
 

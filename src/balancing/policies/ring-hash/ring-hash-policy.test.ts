@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { EndpointSet } from '../../../core/endpoint-set.js';
 import { ErrorCodes } from '../../../core/errors.js';
 import { hashKey } from '../../picker.js';
+import { mix32With } from '../../sampling/mix32.js';
 import { endpointInputs, pickKey, seededBalancer } from '../../testing/fixtures.js';
 import { HashRing } from './hash-ring.js';
 import { type RingHashOptions, ringHashPolicy, ringPointCounts } from './ring-hash-policy.js';
@@ -23,6 +24,19 @@ describe('ring-hash', () => {
   ];
   it.each(countCases)('ring points: $name', ({ weights, options, counts }) => {
     expect([...ringPointCounts(new Float64Array(weights), { ...defaults, ...options })]).toEqual(counts);
+  });
+
+  it.each([
+    { name: 'few points (small buckets)', n: 3, points: 5 },
+    { name: 'many points', n: 500, points: 300 },
+  ])('orders the ring like a sort of every point, ties in endpoint order ($name)', ({ n, points }) => {
+    const bases = Array.from({ length: n }, (_, i) => hashKey(`e${i}`));
+    const ring = new HashRing(bases, new Array(n).fill(points));
+    const reference = bases
+      .flatMap((base, i) => Array.from({ length: points }, (_, j) => [mix32With(base, j), i] as const))
+      .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    expect(Array.from(ring.hashes)).toEqual(reference.map((r) => r[0]));
+    expect(Array.from(ring.owners)).toEqual(reference.map((r) => r[1]));
   });
 
   it('builds a sorted ring and finds the first point at or after a hash, wrapping', () => {
