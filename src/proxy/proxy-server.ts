@@ -26,6 +26,9 @@ export interface ProxyOptions {
 
 type Listener = L7Listener | TcpListener;
 
+/** How long start and reload wait for new clusters' first discovery answer. */
+const DISCOVERY_WAIT_MS = 5_000;
+
 function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -152,7 +155,12 @@ export class ProxyServer {
           newClusters.set(c.name, cluster);
         }
       }
-      await Promise.all(started.map((c) => c.ready()));
+      // Wait for first discovery answers, but never forever: an unreachable API server must not
+      // keep the proxy from starting (requests wait or get 503 `discovery-pending`; /readyz says so).
+      await Promise.race([
+        Promise.all(started.map((c) => c.ready())),
+        new Promise<void>((resolve) => setTimeout(resolve, DISCOVERY_WAIT_MS).unref()),
+      ]);
       const routes = new RouteTable(config.routes, (name) => newClusters.get(name) as ProxyCluster);
       const state: L7State = { routes, accessLog: config.accessLog };
       // Listeners: keep identical ones, restart changed ones, start new ones.
