@@ -45,9 +45,6 @@ export class EdfSchedule {
     for (let i = 0; i < n; i++) this.#period[i] = 1 / (weights[i] as number);
     this.#due = new Float64Array(n);
     this.#index = new Int32Array(n);
-    // Insert one by one (sift up): O(n log n) once per build. For equal weights the heap
-    // array, read once in (deadline, index) order, is the rotation.
-    for (let slot = 0; slot < n; slot++) this.#siftUp(slot, deadlines[slot] as number, slot);
     // A rotation is exact when every first deadline lies within one period of the earliest:
     // then each moved-on deadline falls behind all others.
     let first = Number.POSITIVE_INFINITY;
@@ -58,13 +55,17 @@ export class EdfSchedule {
     }
     this.#rotating = weights.every((w) => w === weights[0]) && last - first < (this.#period[0] ?? 0);
     if (this.#rotating) {
-      const order = Array.from(this.#index).sort(
+      // The rotation: endpoints in (deadline, index) order.
+      const order = Array.from({ length: n }, (_, i) => i).sort(
         (a, b) => (deadlines[a] as number) - (deadlines[b] as number) || a - b,
       );
       for (let k = 0; k < n; k++) {
         this.#index[k] = order[k] as number;
         this.#due[k] = deadlines[order[k] as number] as number;
       }
+    } else {
+      // The heap: insert one by one (sift up), O(n log n) once per build.
+      for (let slot = 0; slot < n; slot++) this.#siftUp(slot, deadlines[slot] as number, slot);
     }
   }
 
