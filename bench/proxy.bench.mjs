@@ -2,7 +2,7 @@
 // access, nginx, HAProxy, a minimal undici `Pool.stream` proxy and @fastify/reply-from, all in
 // the same run, all balancing keep-alive round robin (or evenlb's default policy) over the same
 // 4 loopback backends. Load: wrk, HTTP/1.1 keep-alive, 8 and 64 connections, 5 s per run, the
-// median of 3 runs. CPU per request = (utime + stime of the proxy process, from
+// median of 3 runs, interleaved across targets. CPU per request = (utime + stime of the proxy process, from
 // /proc/<pid>/stat) / requests. Missing tools (wrk, nginx, haproxy) are installed with apt-get
 // when running as root. Results: a table, ratios, and bench/results/proxy.json.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -304,45 +304,51 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'evenlb-bench-proxy-'));
   const backends = await startBackends(dir);
   const rows = [];
+  // Every target runs at once (idle ones cost nothing); runs are interleaved round by round so
+  // that background load on the machine affects every target alike.
+  const running = [];
   try {
     for (const [name, make] of Object.entries(targets)) {
       const t = await make(dir, backends.endpoints);
-      if (t === undefined) {
-        process.stdout.write(`${name}: not available, skipped\n`);
-        continue;
-      }
-      try {
-        wrk(t.port, 8, t.host); // warm-up (JIT, connection pools)
-        for (const c of CONNECTIONS) {
-          const runs = [];
-          for (let r = 0; r < RUNS; r++) {
-            const before = t.pid === undefined ? 0 : cpuMicros(t.pid);
-            const w = wrk(t.port, c, t.host);
-            const after = t.pid === undefined ? 0 : cpuMicros(t.pid);
-            runs.push({ ...w, cpuUsPerReq: t.pid === undefined ? Number.NaN : (after - before) / w.requests });
-          }
-          const row = {
-            target: name,
-            connections: c,
-            rps: median(runs.map((x) => x.rps)),
-            cpuUsPerReq: median(runs.map((x) => x.cpuUsPerReq)),
-            p50Ms: median(runs.map((x) => x.p50Ms)),
-            p99Ms: median(runs.map((x) => x.p99Ms)),
-            errors: runs.reduce((a, x) => a + x.errors, 0),
-          };
-          rows.push(row);
-          process.stdout.write(
-            `${name} c=${c}: ${row.rps.toFixed(0)} req/s, ${row.cpuUsPerReq.toFixed(1)} µs CPU/req, p50 ${row.p50Ms} ms, p99 ${row.p99Ms} ms\n`,
-          );
-        }
-      } finally {
-        if (t.child !== undefined) {
-          if (t.child.exitCode !== null) process.stdout.write(`${name} exited early: ${t.child.errText()}\n`);
-          await stop(t.child);
+      if (t === undefined) process.stdout.write(`${name}: not available, skipped\n`);
+      else running.push({ name, ...t });
+    }
+    for (const t of running) wrk(t.port, 8, t.host); // warm-up (JIT, connection pools)
+    const samples = new Map();
+    for (let r = 0; r < RUNS; r++) {
+      for (const c of CONNECTIONS) {
+        for (const t of running) {
+          const before = t.pid === undefined ? 0 : cpuMicros(t.pid);
+          const w = wrk(t.port, c, t.host);
+          const after = t.pid === undefined ? 0 : cpuMicros(t.pid);
+          const key = `${t.name} ${c}`;
+          if (!samples.has(key)) samples.set(key, []);
+          samples
+            .get(key)
+            .push({ ...w, cpuUsPerReq: t.pid === undefined ? Number.NaN : (after - before) / w.requests });
+          process.stdout.write(`round ${r + 1} ${t.name} c=${c}: ${w.rps.toFixed(0)} req/s\n`);
         }
       }
     }
+    for (const t of running) {
+      for (const c of CONNECTIONS) {
+        const runs = samples.get(`${t.name} ${c}`) ?? [];
+        rows.push({
+          target: t.name,
+          connections: c,
+          rps: median(runs.map((x) => x.rps)),
+          cpuUsPerReq: median(runs.map((x) => x.cpuUsPerReq)),
+          p50Ms: median(runs.map((x) => x.p50Ms)),
+          p99Ms: median(runs.map((x) => x.p99Ms)),
+          errors: runs.reduce((a, x) => a + x.errors, 0),
+        });
+      }
+      if (t.child !== undefined && t.child.exitCode !== null) {
+        process.stdout.write(`${t.name} exited early: ${t.child.errText()}\n`);
+      }
+    }
   } finally {
+    for (const t of running) if (t.child !== undefined) await stop(t.child);
     await stop(backends.child);
     rmSync(dir, { recursive: true, force: true });
   }
