@@ -25,7 +25,7 @@ const SIZES = [10, 100, 1000, 10_000];
 const TIME_PICKS = 1_000_000;
 const TIME_ROUNDS = 5;
 const MEMORY_PICKS = 100_000;
-const BUILD_ROUNDS = 5;
+const BUILD_ROUNDS = 7;
 
 if (typeof globalThis.gc !== 'function') {
   process.stderr.write('pick.bench: run with --expose-gc (npm run bench does)\n');
@@ -204,10 +204,10 @@ for (const policy of policies) {
   }
   samples.sort((a, b) => a - b);
   const ms = samples[Math.floor(samples.length / 2)];
-  buildRows.push({ policy: policy.name, endpoints: BUILD_N, 'build ms': ms });
-  builds.push({ policy: policy.name, endpoints: BUILD_N, buildMs: ms });
+  buildRows.push({ policy: policy.name, endpoints: BUILD_N, 'build ms': ms, 'best ms': samples[0] });
+  builds.push({ policy: policy.name, endpoints: BUILD_N, buildMs: ms, bestBuildMs: samples[0] });
 }
-process.stdout.write('\npicker build time at 10,000 endpoints (median of 5)\n');
+process.stdout.write(`\npicker build time at 10,000 endpoints (median and best of ${BUILD_ROUNDS})\n`);
 printTable(buildRows);
 
 const at1000 = results.filter((r) => r.endpoints === 1000 && r.policy !== 'baseline');
@@ -217,8 +217,11 @@ process.stdout.write(
     `${slowest.bestNsPerPick.toFixed(1)} best (target <= 250)\n`,
 );
 const hashBuilds = builds.filter((b) => b.policy === 'maglev' || b.policy === 'ring-hash');
-for (const b of hashBuilds)
-  process.stdout.write(`${b.policy} build at 10,000: ${b.buildMs.toFixed(1)} ms (target <= 50)\n`);
+for (const b of hashBuilds) {
+  process.stdout.write(
+    `${b.policy} build at 10,000: ${b.buildMs.toFixed(1)} ms median, ${b.bestBuildMs.toFixed(1)} best (target <= 50)\n`,
+  );
+}
 
 writeResult('pick', {
   description:
