@@ -49,6 +49,21 @@ describe('maglev', () => {
     for (let i = 0; i < 1009; i++) expect(pickKey(a.picker, { hash: i })).toBe(pickKey(c.picker, { hash: i }));
   });
 
+  it('reuses its table when rebuilt over the same endpoints, and refills it when they change', () => {
+    const { b } = seededBalancer('maglev', 1, { tableSize: 1009 });
+    b.update(EndpointSet.from(endpointInputs(5)));
+    const owners = () => Array.from({ length: 1009 }, (_, hash) => pickKey(b.picker, { hash }));
+    const before = owners();
+    b.setEjected(new Set(['10.0.0.2:8443']));
+    const ejected = owners();
+    expect(ejected).not.toContain('10.0.0.2:8443');
+    b.setEjected(new Set());
+    expect(owners()).toEqual(before);
+    b.update(EndpointSet.from(endpointInputs(5, (i) => ({ weight: i === 0 ? 3 : 1 }))));
+    const heavy = owners().filter((k) => k === '10.0.0.0:8443').length;
+    expect(heavy / 1009).toBeCloseTo(3 / 7, 1);
+  });
+
   it('on exclude, takes a neighbouring slot of another endpoint (stable per key)', () => {
     const { b } = seededBalancer('maglev');
     b.update(EndpointSet.from(endpointInputs(6)));

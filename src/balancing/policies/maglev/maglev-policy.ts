@@ -50,13 +50,21 @@ export const maglevPolicy: BalancingPolicy<MaglevOptions> = {
   },
   create(options, env) {
     const random = env.random;
+    // The latest table and what it was built from: rebuilds over the same endpoints and
+    // weights (an ejection lifted, a condition flapping back) reuse it instead of refilling.
+    let last: { signature: string; slots: Int32Array } | undefined;
     return {
       build(listed: readonly TrackedEndpoint[]): PickFn {
         // Fill order decides slot owners: sort by key so every client builds the same table.
         const endpoints = sortedByKey(listed);
         const results: readonly Picked[] = endpoints.map((t) => t.result);
         const keys = endpoints.map((t) => t.endpoint.key);
-        const slots = buildMaglevTable(keys, endpointWeights(endpoints), options.tableSize).slots;
+        const weights = endpointWeights(endpoints);
+        const signature = `${keys.join(',')}|${weights.join(',')}`;
+        if (last?.signature !== signature) {
+          last = { signature, slots: buildMaglevTable(keys, weights, options.tableSize).slots };
+        }
+        const slots = last.slots;
         const size = slots.length;
         return (context) => {
           // Branch on the context rather than `context?.hash`, and draw a missing key as two
