@@ -6,9 +6,16 @@
 import type { Endpoint } from '../core/endpoint.js';
 import type { EndpointLoad } from './endpoint-load.js';
 
-/** What a request tells the picker. Reuse one object per caller to keep picks allocation-free. */
+/**
+ * What a request tells the picker. Reuse one object per caller to keep picks allocation-free
+ * (writing a new 32-bit `hash` into it may box a number in V8 — the caller's cost; pickers
+ * themselves allocate nothing).
+ */
 export interface PickContext {
-  /** A 32-bit hash of the request's affinity key (hash policies). See `hashKey()`. */
+  /**
+   * A 32-bit hash of the request's affinity key (hash policies). See `hashKey()`. Hash
+   * policies without one pick with a random key, which spreads like `random`.
+   */
   hash?: number;
   /** An endpoint key not to return if any other is eligible (retry on another endpoint). */
   exclude?: string;
