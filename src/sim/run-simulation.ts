@@ -9,6 +9,7 @@ import { SeededRandom } from '../core/random.js';
 import { imbalance } from '../metrics/imbalance.js';
 import type { DataplaneModel } from './dataplane/dataplane.js';
 import { LatencyHistogram } from './metrics/latency-histogram.js';
+import { POD_HISTOGRAM_GROWTH } from './model/sim-pod.js';
 import { Simulation, type SimulationOutcome } from './model/simulation.js';
 import type { SimDataplaneResult, SimPodReport, SimReport, TrialSpread } from './report/sim-report.js';
 import type { Scenario } from './scenario/scenario-spec.js';
@@ -165,7 +166,7 @@ class Accumulator {
           readyAtMs: pod.readyAtMs ?? null,
           removedAtMs: pod.removedAtMs ?? null,
           openConnections: null,
-          latency: new LatencyHistogram(),
+          latency: new LatencyHistogram(POD_HISTOGRAM_GROWTH),
           series: [],
         };
         this.#pods.set(pod.name, acc);

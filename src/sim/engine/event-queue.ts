@@ -7,7 +7,7 @@
  * size; `pop()` leaves the popped event in `kind`, `a` and `b` instead of returning an object.
  */
 
-const INITIAL_CAPACITY = 1024;
+const INITIAL_CAPACITY = 64;
 
 export class EventQueue {
   #time = new Float64Array(INITIAL_CAPACITY);

@@ -63,7 +63,7 @@ export class Scheduler {
     const handlers = this.#handlers;
     this.#stopped = false;
     let untilTick = tickEvery;
-    while (q.size > 0 && q.peekTime() <= endMs) {
+    while (q.size !== 0 && q.peekTime() <= endMs) {
       q.pop();
       this.#now = q.time;
       this.#processed++;

@@ -55,3 +55,28 @@ describe('VirtualClock', () => {
     expect(times).toEqual([0, 0]);
   });
 });
+
+describe('Scheduler', () => {
+  it('returns from runUntil(Infinity) once the queue is empty (regression: Infinity <= Infinity)', () => {
+    const scheduler = new Scheduler();
+    let ran = 0;
+    const kind = scheduler.register(() => ran++);
+    scheduler.after(5, kind);
+    expect(scheduler.runUntil(Number.POSITIVE_INFINITY)).toBe(true);
+    expect(ran).toBe(1);
+    expect(scheduler.now).toBe(5);
+  });
+
+  it('stops after the current event when asked', () => {
+    const scheduler = new Scheduler();
+    const seen: number[] = [];
+    const kind = scheduler.register((a) => {
+      seen.push(a);
+      if (a === 2) scheduler.stop();
+    });
+    for (let i = 1; i <= 4; i++) scheduler.after(i, kind, i);
+    expect(scheduler.runUntil(100)).toBe(false);
+    expect(seen).toEqual([1, 2]);
+    expect(scheduler.pending).toBe(2);
+  });
+});

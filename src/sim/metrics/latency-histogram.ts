@@ -1,35 +1,47 @@
 /**
  * A log-bucketed latency histogram for the simulator: constant memory, O(1) record, quantiles
- * within ±1% (buckets grow by 2%). Values from 1 µs to about 11 days fit; smaller ones count
- * in the first bucket, larger in the last. Deterministic: the same values give the same
- * quantiles, whatever the order.
+ * within half a bucket — ±1% at the default 2% bucket growth; per-pod histograms use coarser
+ * buckets to stay small (a thousand pods must not cost megabytes of cache). Values from 1 µs
+ * to about 11 days fit; smaller ones count in the first bucket, larger in the last.
+ * Deterministic: the same values give the same quantiles, whatever the order.
  */
 
 const MIN_MS = 0.001;
-const GROWTH = 1.02;
-const LOG_GROWTH = Math.log(GROWTH);
-const BUCKETS = Math.ceil(Math.log(1e9 / MIN_MS) / LOG_GROWTH) + 1;
+const MAX_MS = 1e9;
 
 export class LatencyHistogram {
-  readonly #counts = new Float64Array(BUCKETS);
+  readonly #growth: number;
+  readonly #logGrowth: number;
+  readonly #buckets: number;
+  readonly #counts: Uint32Array;
   #count = 0;
   #sumMs = 0;
   #maxMs = 0;
 
+  /** `growth`: ratio between consecutive bucket bounds (1.02 → quantiles within ±1%). */
+  constructor(growth = 1.02) {
+    this.#growth = growth;
+    this.#logGrowth = Math.log(growth);
+    this.#buckets = Math.ceil(Math.log(MAX_MS / MIN_MS) / this.#logGrowth) + 1;
+    this.#counts = new Uint32Array(this.#buckets);
+  }
+
   /** Records one latency in ms. */
   record(ms: number): void {
-    let i = ms <= MIN_MS ? 0 : Math.floor(Math.log(ms / MIN_MS) / LOG_GROWTH) + 1;
-    if (i >= BUCKETS) i = BUCKETS - 1;
+    let i = ms <= MIN_MS ? 0 : Math.floor(Math.log(ms / MIN_MS) / this.#logGrowth) + 1;
+    if (i >= this.#buckets) i = this.#buckets - 1;
     this.#counts[i] = (this.#counts[i] as number) + 1;
     this.#count++;
     this.#sumMs += ms;
     if (ms > this.#maxMs) this.#maxMs = ms;
   }
 
-  /** Adds another histogram's counts into this one. */
+  /** Adds another histogram's counts into this one (both must have the same growth). */
   merge(other: LatencyHistogram): void {
+    if (other.#growth !== this.#growth)
+      throw new RangeError('LatencyHistogram: merging histograms of different growth');
     const theirs = other.#counts;
-    for (let i = 0; i < BUCKETS; i++) this.#counts[i] = (this.#counts[i] as number) + (theirs[i] as number);
+    for (let i = 0; i < this.#buckets; i++) this.#counts[i] = (this.#counts[i] as number) + (theirs[i] as number);
     this.#count += other.#count;
     this.#sumMs += other.#sumMs;
     if (other.#maxMs > this.#maxMs) this.#maxMs = other.#maxMs;
@@ -61,12 +73,12 @@ export class LatencyHistogram {
     if (this.#count === 0) return undefined;
     const rank = Math.max(1, Math.ceil(q * this.#count));
     let seen = 0;
-    for (let i = 0; i < BUCKETS; i++) {
+    for (let i = 0; i < this.#buckets; i++) {
       seen += this.#counts[i] as number;
       if (seen >= rank) {
         if (i === 0) return MIN_MS;
-        const low = MIN_MS * GROWTH ** (i - 1);
-        return Math.min(this.#maxMs, low * Math.sqrt(GROWTH));
+        const low = MIN_MS * this.#growth ** (i - 1);
+        return Math.min(this.#maxMs, low * Math.sqrt(this.#growth));
       }
     }
     return this.#maxMs;

@@ -44,6 +44,10 @@ export class ConnectionManager {
   readonly #free: number[] = [];
   #owner: ConnectionOwner | undefined;
   #opened = 0;
+  /** Whether the policies can say anything per request (skipped on the hot path when not). */
+  readonly #clientLimits: boolean;
+  readonly #serverIdleLimit: boolean;
+  readonly #requestLimits: boolean;
 
   constructor(init: ConnectionManagerInit) {
     this.#scheduler = init.scheduler;
@@ -52,6 +56,11 @@ export class ConnectionManager {
     this.#sessions = init.sessions;
     this.#random = init.random;
     this.#deadlineKind = init.scheduler.register((id, generation) => this.#deadline(id, generation));
+    this.#clientLimits = !init.clientPolicy.unlimited;
+    this.#serverIdleLimit = init.serverPolicy.options.idleTimeoutMs !== undefined;
+    this.#requestLimits =
+      init.clientPolicy.options.maxRequestsPerConnection !== undefined ||
+      init.serverPolicy.options.maxRequestsPerConnection !== undefined;
   }
 
   /** Connections opened, ever. */
@@ -120,10 +129,13 @@ export class ConnectionManager {
    */
   usable(conn: SimConnection): boolean {
     if (conn.state !== 'open') return false;
+    if (!this.#clientLimits && !this.#serverIdleLimit) return true;
     const now = this.#scheduler.now;
-    if (this.clientPolicy.canCarryAnother(conn, now).type === 'open') {
+    if (!this.#clientLimits || this.clientPolicy.canCarryAnother(conn, now).type === 'open') {
       // The server closes idle connections past its idle timeout (e.g. Node's keepAliveTimeout).
-      if (conn.inFlight > 0 || this.serverPolicy.idleVerdict(conn, now).type === 'open') return true;
+      if (conn.inFlight > 0 || !this.#serverIdleLimit || this.serverPolicy.idleVerdict(conn, now).type === 'open') {
+        return true;
+      }
     }
     this.retire(conn);
     return false;
@@ -133,6 +145,7 @@ export class ConnectionManager {
   startRequest(conn: SimConnection): void {
     conn.requests++;
     conn.inFlight++;
+    if (!this.#requestLimits) return;
     if (this.clientPolicy.isLastRequest(conn.requests) || this.serverPolicy.isLastRequest(conn.requests)) {
       this.retire(conn);
     }

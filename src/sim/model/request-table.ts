@@ -10,19 +10,19 @@ import type { EndpointLoad } from '../../balancing/endpoint-load.js';
 export const CLOSED_LOOP = 1;
 
 export class RequestTable {
-  client = new Int32Array(256);
-  pod = new Int32Array(256);
+  client = new Int32Array(64);
+  pod = new Int32Array(64);
   /** Connection id, or -1 when the request is not on a modelled connection. */
-  conn = new Int32Array(256);
-  sentMs = new Float64Array(256);
+  conn = new Int32Array(64);
+  sentMs = new Float64Array(64);
   /** Bit flags: `CLOSED_LOOP` = the request belongs to a closed-loop stream. */
-  flags = new Int32Array(256);
+  flags = new Int32Array(64);
   /** What `EndpointLoad.start()` returned (evenlb dataplanes). */
-  loadStartMs = new Float64Array(256);
+  loadStartMs = new Float64Array(64);
   /** The load record to `end()` (evenlb dataplanes). */
   readonly load: (EndpointLoad | undefined)[] = [];
   #free: number[] = [];
-  #capacity = 256;
+  #capacity = 64;
   #used = 0;
   #live = 0;
 

@@ -3,10 +3,14 @@
  * terminating → gone), a number of workers serving requests concurrently at the pod's
  * speed, and a FIFO queue for the rest — so an overloaded pod shows up as queueing latency,
  * not only as a larger share. It keeps its own counters: requests in the measured window,
- * requests per time bucket, open connections and a latency histogram.
+ * open connections and a latency histogram (its requests per time bucket are counted by the
+ * simulation in one row per bucket — contiguous for a thousand pods — and copied here at the end).
  */
 import { createEndpoint, type Endpoint } from '../../core/endpoint.js';
 import { LatencyHistogram } from '../metrics/latency-histogram.js';
+
+/** Bucket growth of per-pod latency histograms. */
+export const POD_HISTOGRAM_GROWTH = 1.1;
 
 export type PodState = 'starting' | 'ready' | 'terminating' | 'gone';
 
@@ -26,6 +30,35 @@ export interface SimPodInit {
 /** Dotted-quad text of an IPv4 address held as an unsigned 32-bit integer. */
 export function ipv4Text(u32: number): string {
   return `${(u32 >>> 24) & 255}.${(u32 >>> 16) & 255}.${(u32 >>> 8) & 255}.${u32 & 255}`;
+}
+
+interface EndpointVariants {
+  readonly starting: Endpoint;
+  readonly ready: Endpoint;
+  readonly terminating: Endpoint;
+}
+
+/**
+ * Endpoint objects are immutable, so pods with the same name, address and port — the same
+ * pod in every trial of a scenario — share them instead of building them again per trial.
+ */
+const variantCache = new Map<string, EndpointVariants>();
+const VARIANT_CACHE_LIMIT = 100_000;
+
+function endpointVariants(name: string, address: string, port: number): EndpointVariants {
+  const key = `${name}|${address}|${port}`;
+  let v = variantCache.get(key);
+  if (v === undefined) {
+    const base = { address, port, targetRef: { kind: 'Pod', name } };
+    v = {
+      starting: createEndpoint({ ...base, conditions: { ready: false, serving: false, terminating: false } }),
+      ready: createEndpoint({ ...base, conditions: { ready: true, serving: true, terminating: false } }),
+      terminating: createEndpoint({ ...base, conditions: { ready: false, serving: true, terminating: true } }),
+    };
+    if (variantCache.size >= VARIANT_CACHE_LIMIT) variantCache.clear();
+    variantCache.set(key, v);
+  }
+  return v;
 }
 
 export class SimPod {
@@ -49,11 +82,12 @@ export class SimPod {
   totalRequests = 0;
   /** Connections open to this pod now. */
   openConnections = 0;
-  /** Requests that arrived per time bucket (index = floor(t / bucketMs)). */
-  series = new Float64Array(16);
-  readonly latency = new LatencyHistogram();
-  readonly #endpoints: Record<'starting' | 'ready' | 'terminating', Endpoint>;
-  #queue = new Int32Array(16);
+  /** Requests that arrived per time bucket (index = floor(t / bucketMs)); filled in when the run ends. */
+  series: Float64Array = new Float64Array(0);
+  /** Coarse (±5%) to keep a thousand pods' histograms small. */
+  readonly latency = new LatencyHistogram(POD_HISTOGRAM_GROWTH);
+  readonly #endpoints: EndpointVariants;
+  #queue = new Int32Array(8);
   #head = 0;
   #length = 0;
 
@@ -67,12 +101,7 @@ export class SimPod {
     this.workers = init.workers;
     this.createdAtMs = init.createdAtMs;
     this.initial = init.initial;
-    const base = { address: this.address, port: init.port, targetRef: { kind: 'Pod', name: init.name } };
-    this.#endpoints = {
-      starting: createEndpoint({ ...base, conditions: { ready: false, serving: false, terminating: false } }),
-      ready: createEndpoint({ ...base, conditions: { ready: true, serving: true, terminating: false } }),
-      terminating: createEndpoint({ ...base, conditions: { ready: false, serving: true, terminating: true } }),
-    };
+    this.#endpoints = endpointVariants(init.name, this.address, init.port);
   }
 
   /** The pod's endpoint as an EndpointSlice shows it now; undefined once gone. */
@@ -87,20 +116,6 @@ export class SimPod {
 
   get queued(): number {
     return this.#length;
-  }
-
-  /** Counts one arriving request in time bucket `bucket`. */
-  countArrival(bucket: number, inWindow: boolean): void {
-    this.totalRequests++;
-    if (inWindow) this.windowRequests++;
-    if (bucket >= this.series.length) {
-      let cap = this.series.length * 2;
-      while (cap <= bucket) cap *= 2;
-      const next = new Float64Array(cap);
-      next.set(this.series);
-      this.series = next;
-    }
-    this.series[bucket] = (this.series[bucket] as number) + 1;
   }
 
   enqueue(slot: number): void {

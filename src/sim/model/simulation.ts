@@ -90,8 +90,13 @@ export class Simulation implements SimulationContext {
   readonly #burstRandom: SeededRandom;
   readonly #service: Sampler;
   readonly #think: Sampler | undefined;
+  /** Open-loop arrivals: 0 none (closed loop), 1 Poisson, 2 periodic; and the mean gap (ms). */
+  readonly #openLoop: 0 | 1 | 2;
+  readonly #gapMs: number;
   readonly #bucketMs: number;
   readonly #latency = new LatencyHistogram();
+  /** Requests per pod per bucket: row b holds bucket b, indexed by pod index. */
+  readonly #seriesRows: Float64Array[] = [];
   readonly #podOf = new Map<Endpoint, SimPod>();
   readonly #ordinals = new Map<number, number>();
   readonly #ordinalWidth: number;
@@ -143,7 +148,10 @@ export class Simulation implements SimulationContext {
     const addresses = root.fork();
     this.streams = { dataplane, balancers, requestKeys };
     this.#service = createSampler(s.pods.serviceTime);
-    this.#think = s.clients.arrival.type === 'closed-loop' ? createSampler(s.clients.arrival.thinkTime) : undefined;
+    const arrival = s.clients.arrival;
+    this.#think = arrival.type === 'closed-loop' ? createSampler(arrival.thinkTime) : undefined;
+    this.#openLoop = arrival.type === 'poisson' ? 1 : arrival.type === 'periodic' ? 2 : 0;
+    this.#gapMs = arrival.type === 'closed-loop' ? 0 : 1000 / arrival.ratePerSecond;
     this.connections = new ConnectionManager({
       scheduler: this.scheduler,
       clientPolicy: new LifetimePolicy(s.clients.lifetime, clientLifetime, 'scenario clients.lifetime'),
@@ -190,14 +198,28 @@ export class Simulation implements SimulationContext {
   deliver(slot: number, pod: SimPod): void {
     const now = this.scheduler.now;
     this.requests.pod[slot] = pod.index;
-    const inWindow = now >= this.#windowStartMs && now < this.#windowEndMs;
-    pod.countArrival(Math.floor(now / this.#bucketMs), inWindow);
-    if (inWindow) {
+    const bucket = Math.floor(now / this.#bucketMs);
+    let row = this.#seriesRows[bucket];
+    if (row === undefined || pod.index >= row.length) row = this.#growRow(bucket);
+    row[pod.index] = (row[pod.index] as number) + 1;
+    pod.totalRequests++;
+    if (now >= this.#windowStartMs && now < this.#windowEndMs) {
+      pod.windowRequests++;
       this.#windowRequests++;
       if (pod.state !== 'ready') this.#windowToRemoved++;
     }
     if (pod.busy < pod.workers) this.#serve(pod, slot);
     else pod.enqueue(slot);
+  }
+
+  #growRow(bucket: number): Float64Array {
+    const old = this.#seriesRows[bucket];
+    let size = old === undefined ? 64 : old.length;
+    while (size < this.pods.length) size *= 2;
+    const row = new Float64Array(size);
+    if (old !== undefined) row.set(old);
+    this.#seriesRows[bucket] = row;
+    return row;
   }
 
   fail(slot: number): void {
@@ -242,6 +264,11 @@ export class Simulation implements SimulationContext {
     if (!this.#ended) {
       if (this.scheduler.pending === 0 && s.measure.windowMs === undefined) this.#windowEndMs = this.scheduler.now;
       else throw scenarioError(JSON.stringify(s.name), `did not finish within ${cap} ms of simulated time`);
+    }
+    const buckets = this.#seriesRows.length;
+    for (const pod of this.pods) {
+      pod.series = new Float64Array(buckets);
+      for (let b = 0; b < buckets; b++) pod.series[b] = this.#seriesRows[b]?.[pod.index] ?? 0;
     }
     return {
       pods: this.pods,
@@ -341,18 +368,13 @@ export class Simulation implements SimulationContext {
     const client = this.clients[clientIndex] as SimClient;
     if (generation !== client.arrivalGeneration || client.remaining <= 0) return;
     this.#send(client, 0);
-    const a = this.scenario.clients.arrival;
     if (client.remaining <= 0) {
       this.#clientsWithRemaining--;
       this.#checkFinished();
       return;
     }
-    if (a.type === 'poisson') {
-      const gap = (-1000 / a.ratePerSecond) * Math.log(1 - this.#arrivalRandom.next());
-      this.scheduler.after(gap, this.#kArrival, clientIndex, generation);
-    } else if (a.type === 'periodic') {
-      this.scheduler.after(1000 / a.ratePerSecond, this.#kArrival, clientIndex, generation);
-    }
+    const gap = this.#openLoop === 1 ? -this.#gapMs * Math.log(1 - this.#arrivalRandom.next()) : this.#gapMs;
+    this.scheduler.after(gap, this.#kArrival, clientIndex, generation);
   }
 
   /** Schedules the next request of a closed-loop stream after a think time (at least `minMs`). */
