@@ -64,7 +64,7 @@ export interface RequestTicket {
 
 export { failHandler, toLegacyHandler } from './handler-adapters.js';
 
-export class Cluster implements RequestRouter {
+export class Cluster {
   readonly name: string;
   readonly options: ParsedClusterOptions;
   readonly balancer: Balancer;
@@ -83,6 +83,8 @@ export class Cluster implements RequestRouter {
   readonly #eligibleListeners = new Set<(eligible: ReadonlySet<string>) => void>();
   readonly #externalConnections = new Map<string, number>();
   readonly #pick: PickContext = {};
+  /** What routed requests call back into (kept off the public surface). */
+  readonly #router: RequestRouter;
   readonly #bucketMs: number;
   readonly #unsubscribe: () => void;
   #pending = true;
@@ -99,6 +101,14 @@ export class Cluster implements RequestRouter {
     this.options = o;
     this.name = o.name;
     this.retryIdempotent = o.retryIdempotent;
+    this.#router = {
+      retryIdempotent: o.retryIdempotent,
+      route: (r) => this.#route(r),
+      bind: (r) => this.#bind(r),
+      unbind: (r) => this.#unbind(r),
+      settle: (r, outcome) => this.#settleRequest(r, outcome),
+      retry: (r, reason) => this.#retry(r, reason),
+    };
     this.#clock = o.clock ?? systemClock;
     const random: Random = o.random ?? createRandom();
     this.#observer = o.observer;
@@ -177,13 +187,13 @@ export class Cluster implements RequestRouter {
         (sent as { servername?: string }).servername = servername;
       }
     }
-    const request = new RoutedRequest(this, sent, legacy, https);
+    const request = new RoutedRequest(this.#router, sent, legacy, https);
     if (this.#closed) {
       request.fail(new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`));
       return true;
     }
     this.#requests++;
-    this.route(request);
+    this.#route(request);
     return true;
   }
 
@@ -324,10 +334,9 @@ export class Cluster implements RequestRouter {
     return this.#closing;
   }
 
-  // ---- RequestRouter (called by RoutedRequest) ----
+  // ---- The router RoutedRequests call back into ----
 
-  /** @internal */
-  route(request: RoutedRequest): void {
+  #route(request: RoutedRequest): void {
     if (this.#closed) {
       request.fail(new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`));
       return;
@@ -364,8 +373,7 @@ export class Cluster implements RequestRouter {
     pool.dispatch(request);
   }
 
-  /** @internal */
-  bind(request: RoutedRequest): void {
+  #bind(request: RoutedRequest): void {
     const endpoint = request.connection?.endpoint;
     if (endpoint === undefined) return;
     let entry = this.#entries.get(endpoint.key);
@@ -378,8 +386,7 @@ export class Cluster implements RequestRouter {
     entry.window.add(Math.floor(start / this.#bucketMs));
   }
 
-  /** @internal */
-  unbind(request: RoutedRequest): void {
+  #unbind(request: RoutedRequest): void {
     const key = request.endpoint?.key;
     if (key === undefined) return;
     const load = this.balancer.loads.peek(key);
@@ -389,8 +396,7 @@ export class Cluster implements RequestRouter {
     }
   }
 
-  /** @internal */
-  settle(request: RoutedRequest, outcome: RequestOutcome): void {
+  #settleRequest(request: RoutedRequest, outcome: RequestOutcome): void {
     const endpoint = request.endpoint;
     if (endpoint !== undefined) this.#settle(endpoint.key, request.startMs, outcome);
   }
@@ -406,8 +412,7 @@ export class Cluster implements RequestRouter {
     }
   }
 
-  /** @internal */
-  retry(request: RoutedRequest, reason: 'connect-failure' | 'idempotent'): boolean {
+  #retry(request: RoutedRequest, reason: 'connect-failure' | 'idempotent'): boolean {
     if (this.#closed) return false;
     const failed = request.endpoint?.key;
     const candidates = this.balancer.picker.endpoints;
@@ -416,7 +421,7 @@ export class Cluster implements RequestRouter {
     this.#retries++;
     this.#observer?.retried?.(this.name, reason);
     if (this.mode === 'legacy') this.#legacyExclude = failed;
-    this.route(request);
+    this.#route(request);
     return true;
   }
 
@@ -481,7 +486,7 @@ export class Cluster implements RequestRouter {
       this.#waiting.clear();
       for (const r of waiting) {
         r.waitTimer?.cancel();
-        this.route(r);
+        this.#route(r);
       }
     }
   }
