@@ -142,15 +142,23 @@ describe('evenlb sim', () => {
         if (!req.url().startsWith('file:')) requests.push(req.url());
       });
       await page.goto(`file://${file}`);
-      await page.waitForFunction(() => document.querySelectorAll('canvas').length >= 3, undefined, { timeout: 15_000 });
-      const charts = await page.evaluate(() => {
-        const g = globalThis as unknown as { Chart?: { instances: Record<string, unknown> } };
-        return Object.keys(g.Chart?.instances ?? {}).length;
-      });
+      await page.waitForFunction("document.querySelectorAll('canvas').length >= 3", undefined, { timeout: 15_000 });
+      // Chart.js keeps every chart it drew; each needs a sized canvas with pixels on it.
+      const charts = (await page.evaluate(`Object.values(Chart.instances).map((c) => {
+        const canvas = c.canvas;
+        const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+        let painted = 0;
+        for (let i = 3; i < pixels.length; i += 4) if (pixels[i] !== 0) painted++;
+        return { width: canvas.width, painted };
+      })`)) as { width: number; painted: number }[];
       const rows = await page.locator('#summary tbody tr').count();
       expect(errors).toEqual([]);
       expect(requests).toEqual([]);
-      expect(charts).toBe(3);
+      expect(charts).toHaveLength(3);
+      for (const c of charts) {
+        expect(c.width).toBeGreaterThan(100);
+        expect(c.painted).toBeGreaterThan(1000);
+      }
       expect(rows).toBe(2);
     } finally {
       await browser.close();
