@@ -149,7 +149,8 @@ class Accumulator {
     const fresh = o.pods.filter((p) => !p.initial);
     this.#newPods = fresh.length;
     if (fresh.length > 0) this.#fairShare.push(timeToFairShare(o));
-    const lastBucket = Math.ceil(o.windowEndMs / o.bucketMs);
+    // Whole buckets only: a last, partial bucket would read as a drop in load.
+    const lastBucket = Math.max(1, Math.floor(o.windowEndMs / o.bucketMs + 1e-9));
     const connectionLevel = this.#dataplane.granularity !== 'request';
     for (const pod of o.pods) {
       const isMeasured = pod.state === 'ready';
