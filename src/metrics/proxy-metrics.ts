@@ -139,6 +139,7 @@ export class ProxyMetrics {
   readonly #connections: Gauge<'listener'>;
   readonly reloads: Counter<'result'>;
   #timer: TimerHandle | undefined;
+  #statsCache: { readonly atMs: number; readonly stats: ClusterStats[] } | undefined;
   #closed = false;
 
   constructor(clusters: () => readonly ClusterView[], options: ProxyMetricsOptions) {
@@ -311,8 +312,11 @@ export class ProxyMetrics {
 
   /** Current per-cluster, per-endpoint figures (also what `/endpoints` and the dashboard show). */
   stats(): ClusterStats[] {
-    const out: ClusterStats[] = [];
     const now = this.#clock.now();
+    // One scrape reads the figures once per instrument: compute them once per 100 ms.
+    const cached = this.#statsCache;
+    if (cached !== undefined && now - cached.atMs < 100) return cached.stats;
+    const out: ClusterStats[] = [];
     for (const c of this.#clusters()) {
       const b = c.balancer;
       const eligible = new Set(b.picker.endpoints.map((t) => t.endpoint.key));
@@ -340,6 +344,7 @@ export class ProxyMetrics {
         ejections: this.#ejections.get(c.name) ?? 0,
       });
     }
+    this.#statsCache = { atMs: now, stats: out };
     return out;
   }
 
