@@ -14,6 +14,7 @@ let good: Backend[] = [];
 let bad: Backend;
 let refusedKey = '';
 let proxy: ProxyServer;
+let silent: Backend;
 
 function get(port: number, agent: http.Agent, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -34,6 +35,7 @@ beforeAll(async () => {
       res.end('overloaded\n');
     },
   });
+  silent = await startBackend('silent', '127.0.0.127', { handler: () => {} });
   // A port nobody listens on: take one and close it.
   const probe = net.createServer();
   await new Promise<void>((r) => probe.listen(0, '127.0.0.126', r));
@@ -57,17 +59,20 @@ beforeAll(async () => {
         policy: 'round-robin',
         outlierDetection: { consecutiveFailures: 3, baseEjectionMs: 60_000 },
       },
+      { name: 'slow', target: `static:///${silent.key}`, requestTimeoutMs: 300, retries: { idempotent: 0 } },
     ],
     routes: [
       { hosts: ['refused.test'], cluster: 'refused' },
       { hosts: ['outlier.test'], cluster: 'outlier' },
+      { hosts: ['slow.test'], cluster: 'slow' },
     ],
   });
 });
 
 afterAll(async () => {
   await proxy?.close();
-  await Promise.all([...good, bad].map((b) => b.close()));
+  silent.server.closeAllConnections();
+  await Promise.all([...good, bad, silent].map((b) => b.close()));
 });
 
 describe('upstream failures', () => {
@@ -106,5 +111,31 @@ describe('upstream failures', () => {
     );
     expect(metrics).toContain(`evenlb_proxy_endpoint_ejected{cluster="outlier",endpoint="${bad.key}"} 1`);
     expect(metrics).toContain(`evenlb_proxy_endpoint_ejections_total{cluster="outlier",endpoint="${bad.key}"} 1`);
+  });
+});
+
+describe('upstream timeouts', () => {
+  it('answers 504 with x-evenlb-reason when the upstream sends no response head in time', async () => {
+    const startMs = Date.now();
+    const res = await new Promise<{ status: number; reason: unknown }>((resolve, reject) =>
+      http
+        .get(
+          {
+            host: '127.0.0.1',
+            port: proxy.listenerPort('refused'),
+            path: '/',
+            agent: false,
+            headers: { host: 'slow.test' },
+          },
+          (r) => {
+            r.resume();
+            r.on('end', () => resolve({ status: r.statusCode ?? 0, reason: r.headers['x-evenlb-reason'] }));
+          },
+        )
+        .on('error', reject),
+    );
+    expect(res).toEqual({ status: 504, reason: 'upstream-timeout' });
+    expect(Date.now() - startMs).toBeLessThan(5000);
+    expect(silent.hits).toBe(1);
   });
 });
