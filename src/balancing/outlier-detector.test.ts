@@ -3,7 +3,8 @@ import { ManualClock } from '../core/clock.js';
 import { EndpointSet } from '../core/endpoint-set.js';
 import { OutlierDetector } from './outlier-detector.js';
 
-const set = (n: number) => EndpointSet.from(Array.from({ length: n }, (_, i) => ({ address: `10.0.0.${i + 1}`, port: 80 })));
+const set = (n: number) =>
+  EndpointSet.from(Array.from({ length: n }, (_, i) => ({ address: `10.0.0.${i + 1}`, port: 80 })));
 
 function detector(options: Record<string, unknown>, n = 4) {
   const clock = new ManualClock();
