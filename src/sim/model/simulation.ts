@@ -442,8 +442,9 @@ export class Simulation implements SimulationContext {
     const sent = req.sentMs[slot] as number;
     if (sent >= this.#windowStartMs && sent < this.#windowEndMs) {
       const ms = this.scheduler.now - sent;
-      this.#latency.record(ms);
-      pod.latency.record(ms);
+      const logScaled = Math.log(ms / LatencyHistogram.MIN_MS);
+      this.#latency.recordWithLog(ms, logScaled);
+      pod.latency.recordWithLog(ms, logScaled);
     }
     this.#router.done(slot);
     const closedLoop = (req.flags[slot] as number) & CLOSED_LOOP;

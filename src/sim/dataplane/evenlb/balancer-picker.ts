@@ -18,7 +18,8 @@ export class BalancerPicker implements RequestPicker {
   readonly #balancers: Balancer[] = [];
   readonly #pickContexts: PickContext[];
   readonly #shared: boolean;
-  readonly #clientKeys: boolean;
+  /** Draw a fresh random key per request (hash policies keyed by request); load policies ignore keys. */
+  readonly #requestKeys: boolean;
 
   constructor(ctx: SimulationContext, policy: string, kind: 'load' | 'hash') {
     this.#ctx = ctx;
@@ -26,7 +27,7 @@ export class BalancerPicker implements RequestPicker {
     // load signal and draws no random number when given a key), so every client's balancer
     // would build the same table: one shared balancer picks identically at 1/N of the cost.
     this.#shared = ctx.scenario.clients.balancerScope === 'shared' || kind === 'hash';
-    this.#clientKeys = ctx.scenario.clients.hashKey === 'client';
+    this.#requestKeys = kind === 'hash' && ctx.scenario.clients.hashKey === 'request';
     const count = this.#shared ? 1 : ctx.clients.length;
     for (let i = 0; i < count; i++) {
       this.#balancers.push(new Balancer({ policy, clock: ctx.clock, random: ctx.streams.balancers.fork() }));
@@ -42,7 +43,7 @@ export class BalancerPicker implements RequestPicker {
   pick(client: SimClient, slot: number): SimPod | undefined {
     const balancer = this.#balancers[this.#shared ? 0 : client.index] as Balancer;
     const context = this.#pickContexts[client.index] as PickContext;
-    if (!this.#clientKeys) context.hash = (this.#ctx.streams.requestKeys.next() * 4294967296) >>> 0;
+    if (this.#requestKeys) context.hash = (this.#ctx.streams.requestKeys.next() * 4294967296) >>> 0;
     const picked = balancer.picker.pick(context);
     if (picked.type === 'none') return undefined;
     const requests = this.#ctx.requests;
