@@ -215,3 +215,67 @@ describe('HTTP/1.1 client to an h2 cluster', () => {
     expect(servers.reduce((a, s) => a + s.unary, 0)).toBe(before + 1);
   });
 });
+
+describe('gRPC drain when an endpoint leaves', () => {
+  it('keeps an open stream on the removed server while new calls go to the others', async () => {
+    const { renameSync } = await import('node:fs');
+    const file = join(dir, 'endpoints.json');
+    const write = (list: ServerHandle[]): void => {
+      writeFileSync(
+        `${file}.tmp`,
+        JSON.stringify(list.map((s) => ({ address: s.key.split(':')[0], port: Number(s.key.split(':')[1]) }))),
+      );
+      renameSync(`${file}.tmp`, file);
+    };
+    write(servers);
+    const drainProxy = await startProxy({
+      drainTimeoutMs: 1000,
+      listeners: [{ name: 'g', address: '127.0.0.1:0' }],
+      clusters: [{ name: 'echo', target: `file://${file}`, protocol: 'h2', policy: 'round-robin' }],
+    });
+    const def = protoLoader.loadSync(join(dir, 'echo.proto'), { keepCase: true });
+    // biome-ignore lint/suspicious/noExplicitAny: grpc-js package objects are untyped
+    const pkg = grpc.loadPackageDefinition(def) as any;
+    const Ctor = pkg.evenlb.test.Echo as new (a: string, c: grpc.ChannelCredentials) => EchoClient;
+    const c = new Ctor(`127.0.0.1:${drainProxy.listenerPort('g')}`, grpc.credentials.createInsecure());
+    try {
+      const call = c.Chat();
+      const got: string[] = [];
+      call.on('data', (m: Msg) => got.push(m.text));
+      const ended = new Promise<void>((resolve, reject) => {
+        call.on('end', resolve);
+        call.on('error', reject);
+      });
+      call.write({ text: 'first' });
+      await waitFor(() => got.length === 1, 5000, 'first echo');
+      const pinned = (got[0] as string).split(':')[0];
+      // Remove the stream's server from discovery.
+      write(servers.filter((s) => s.name !== pinned));
+      await waitFor(
+        () => drainProxy.clusters.get('echo')?.balancer.picker.endpoints.length === servers.length - 1,
+        5000,
+        'discovery update',
+      );
+      const unaries: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        unaries.push(
+          await new Promise<string>((resolve, reject) =>
+            c.Unary({ text: 'u' }, { deadline: Date.now() + 2000 }, (e, m) =>
+              e ? reject(e) : resolve((m as Msg).text),
+            ),
+          ),
+        );
+      }
+      expect(unaries.every((t) => !t.startsWith(`${pinned}:`))).toBe(true);
+      // The open stream still works, on its original server.
+      call.write({ text: 'second' });
+      await waitFor(() => got.length === 2, 5000, 'second echo');
+      expect(got[1]).toBe(`${pinned}:second`);
+      call.end();
+      await ended;
+    } finally {
+      c.close();
+      await drainProxy.close();
+    }
+  });
+});
