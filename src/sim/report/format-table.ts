@@ -75,15 +75,17 @@ export function formatTable(report: SimReport): string {
     ]);
   }
   const all = [[...header, ...podHeader], ...rows];
+  const over = multiTrial ? ', all trials together' : '';
+  const podTitle = perPod
+    ? `load per pod (× mean${over})`
+    : `load per pod (× mean${over}) over ${podNames.length} pods`;
   const widths = all[0]?.map((_, c) => Math.max(...all.map((row) => (row[c] ?? '').length))) ?? [];
   const render = (row: readonly string[]) =>
     row
       .map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0)))
       .join('  ')
       .trimEnd();
-  lines.push(
-    `${' '.repeat(header.map((_, c) => (widths[c] ?? 0) + 2).reduce((a, b) => a + b, 0))}${perPod ? 'load per pod (× mean)' : 'load per pod (× mean) over ' + podNames.length + ' pods'}`,
-  );
+  lines.push(`${' '.repeat(header.map((_, c) => (widths[c] ?? 0) + 2).reduce((a, b) => a + b, 0))}${podTitle}`);
   lines.push(render(all[0] as string[]));
   for (const row of rows) lines.push(render(row));
   lines.push('');
