@@ -154,7 +154,9 @@ export function downstreamRawHeaders(raw: readonly Buffer[], version: string): s
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as Buffer;
     if (name.length === 10 && name.toString('latin1').toLowerCase() === 'connection') {
-      listed = connectionListed([(raw[i + 1] as Buffer).toString('latin1')]);
+      const value = (raw[i + 1] as Buffer).toString('latin1');
+      // The usual values name no header: skip the parse.
+      if (value !== 'keep-alive' && value !== 'close') listed = connectionListed([value]);
     }
   }
   for (let i = 0; i < raw.length; i += 2) {
