@@ -61,3 +61,20 @@ describe('apiserver webhook client models', () => {
     expect(result(report, 'evenlb:least-request').latencyMs?.p99).toBeGreaterThan(40);
   });
 });
+
+describe('finite workloads', () => {
+  it('a workload that ends before the rollout settles reports an empty window, not Infinity', () => {
+    const raw = {
+      name: 'short',
+      pods: { count: 2, readyDelayMs: 5000 },
+      clients: { count: 2, connections: 2, arrival: { type: 'periodic', ratePerSecond: 10, count: 5 } },
+      events: [{ type: 'rolling-update', atMs: 100, maxSurge: 1, maxUnavailable: 0 }],
+      measure: { from: 'settled' },
+    };
+    const report = runRaw(raw, ['iptables']);
+    expect(Number.isFinite(report.window.fromMs)).toBe(true);
+    expect(report.window.fromMs).toBe(report.window.toMs);
+    expect(result(report, 'iptables').requests.window).toBe(0);
+    expect(result(report, 'iptables').requests.sent).toBe(10);
+  });
+});

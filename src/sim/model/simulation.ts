@@ -265,6 +265,8 @@ export class Simulation implements SimulationContext {
       if (this.scheduler.pending === 0 && s.measure.windowMs === undefined) this.#windowEndMs = this.scheduler.now;
       else throw scenarioError(JSON.stringify(s.name), `did not finish within ${cap} ms of simulated time`);
     }
+    // A window that never opened (a finite workload done before the change settled) is empty.
+    if (!Number.isFinite(this.#windowStartMs)) this.#windowStartMs = this.#windowEndMs;
     const buckets = this.#seriesRows.length;
     for (const pod of this.pods) {
       pod.series = new Float64Array(buckets);
@@ -319,7 +321,8 @@ export class Simulation implements SimulationContext {
   #checkFinished(): void {
     if (this.scenario.measure.windowMs !== undefined || this.#ended) return;
     if (this.#clientsWithRemaining === 0 && this.#pendingSingles === 0 && this.#pendingBursts === 0) {
-      if (this.requests.live === 0 && this.#changes.size === 0 && this.#changesScheduled === 0) {
+      const changing = this.#changes.size > 0 || this.#changesScheduled > 0 || this.#rollout !== undefined;
+      if (this.requests.live === 0 && !changing) {
         this.#windowEndMs = this.scheduler.now + 1e-9;
         this.#end();
       }
