@@ -15,9 +15,10 @@ import type { DataplaneModel, RequestRouter } from '../dataplane/dataplane.js';
 import { Scheduler } from '../engine/scheduler.js';
 import { VirtualClock } from '../engine/virtual-clock.js';
 import { LatencyHistogram } from '../metrics/latency-histogram.js';
-import { resolveIntOrPercent, type Scenario, type ScenarioEvent, scenarioError } from '../scenario/scenario-spec.js';
+import { type Scenario, type ScenarioEvent, scenarioError } from '../scenario/scenario-spec.js';
 import { createSampler, type Sampler } from '../workload/distribution.js';
 import { ConnectionManager } from './connection-manager.js';
+import { DeploymentController } from './deployment-controller.js';
 import { CLOSED_LOOP, RequestTable } from './request-table.js';
 import { SimClient } from './sim-client.js';
 import { SimPod } from './sim-pod.js';
@@ -58,19 +59,6 @@ export interface SimulationOutcome {
 const POD_BASE = (10 << 24) | (64 << 16);
 const CLIENT_BASE = (10 << 24) | (128 << 16);
 
-interface Change {
-  readonly waitingReady: Set<SimPod>;
-  readonly waitingGone: Set<SimPod>;
-}
-
-interface Rollout {
-  readonly revision: number;
-  readonly surge: number;
-  readonly unavailable: number;
-  readonly newPods: SimPod[];
-  readonly oldLeaving: Set<SimPod>;
-}
-
 export class Simulation implements SimulationContext {
   readonly scenario: Scenario;
   readonly scheduler = new Scheduler();
@@ -109,15 +97,11 @@ export class Simulation implements SimulationContext {
   readonly #kBurst: number;
   readonly #kEnd: number;
   #endpointSet: EndpointSet | undefined;
-  #revision = 1;
-  #desiredReplicas: number;
+  readonly #deployment: DeploymentController;
   #windowStartMs = Number.POSITIVE_INFINITY;
   #windowEndMs = Number.POSITIVE_INFINITY;
   #settledAtMs: number | undefined;
   #changeAtMs: number | undefined;
-  #changesScheduled = 0;
-  readonly #changes = new Set<Change>();
-  #rollout: Rollout | undefined;
   #sent = 0;
   #failed = 0;
   #windowRequests = 0;
@@ -132,7 +116,6 @@ export class Simulation implements SimulationContext {
     this.scenario = s;
     this.#onTick = init.onTick;
     this.#bucketMs = s.bucketMs;
-    this.#desiredReplicas = s.pods.count;
     this.clock = new VirtualClock(this.scheduler);
     // Streams are forked in a fixed order; add new ones at the end to keep old seeds stable.
     const root = new SeededRandom(init.seed);
@@ -174,6 +157,13 @@ export class Simulation implements SimulationContext {
     this.#kEnd = sc.register(() => this.#end());
 
     this.#createClients(addresses);
+    const changes = (s.events ?? []).filter((e) => e.type !== 'burst').length;
+    this.#deployment = new DeploymentController(s.pods.count, changes, {
+      pods: this.pods,
+      createPod: (revision) => this.#createPod(false, revision),
+      terminate: (pod) => this.#terminate(pod),
+      settled: () => this.#settled(),
+    });
     this.#router = init.dataplane.createRouter(this);
   }
 
@@ -238,7 +228,7 @@ export class Simulation implements SimulationContext {
   run(): SimulationOutcome {
     const s = this.scenario;
     for (let i = 0; i < s.pods.count; i++) {
-      const pod = this.#createPod(true);
+      const pod = this.#createPod(true, 1);
       pod.state = 'ready';
       pod.readyAtMs = 0;
     }
@@ -247,16 +237,15 @@ export class Simulation implements SimulationContext {
     this.#startArrivals();
     const events = s.events ?? [];
     events.forEach((e, i) => {
-      if (e.type !== 'burst') {
-        this.#changesScheduled++;
-        if (this.#changeAtMs === undefined || e.atMs < this.#changeAtMs) this.#changeAtMs = e.atMs;
-      }
+      if (e.type !== 'burst' && (this.#changeAtMs === undefined || e.atMs < this.#changeAtMs))
+        this.#changeAtMs = e.atMs;
       this.scheduler.at(e.atMs, this.#kTimeline, i);
     });
     const from = s.measure.from;
+    const changing = this.#deployment.changing;
     if (typeof from === 'number') this.#openWindow(from);
-    else if (from === 'start' || this.#changesScheduled === 0) this.#openWindow(0);
-    if (this.#changesScheduled === 0) this.#settledAtMs = 0;
+    else if (from === 'start' || !changing) this.#openWindow(0);
+    if (!changing) this.#settledAtMs = 0;
 
     const cap = this.#timeCap();
     const tick = this.#onTick === undefined ? undefined : () => this.#onTick?.(this.scheduler.now);
@@ -321,8 +310,7 @@ export class Simulation implements SimulationContext {
   #checkFinished(): void {
     if (this.scenario.measure.windowMs !== undefined || this.#ended) return;
     if (this.#clientsWithRemaining === 0 && this.#pendingSingles === 0 && this.#pendingBursts === 0) {
-      const changing = this.#changes.size > 0 || this.#changesScheduled > 0 || this.#rollout !== undefined;
-      if (this.requests.live === 0 && !changing) {
+      if (this.requests.live === 0 && !this.#deployment.changing) {
         this.#windowEndMs = this.scheduler.now + 1e-9;
         this.#end();
       }
@@ -459,18 +447,18 @@ export class Simulation implements SimulationContext {
     else if (req.live === 0) this.#checkFinished();
   }
 
-  #createPod(initial: boolean): SimPod {
+  #createPod(initial: boolean, revision: number): SimPod {
     const s = this.scenario.pods;
     const index = this.pods.length;
-    const ordinal = (this.#ordinals.get(this.#revision) ?? 0) + 1;
-    this.#ordinals.set(this.#revision, ordinal);
+    const ordinal = (this.#ordinals.get(revision) ?? 0) + 1;
+    this.#ordinals.set(revision, ordinal);
     const speeds = s.speeds ?? [];
     const pod = new SimPod({
       index,
-      name: `v${this.#revision}-${String(ordinal).padStart(this.#ordinalWidth, '0')}`,
+      name: `v${revision}-${String(ordinal).padStart(this.#ordinalWidth, '0')}`,
       addressU32: (POD_BASE + index + 10) >>> 0,
       port: s.port,
-      revision: this.#revision,
+      revision,
       speed: speeds.length === 0 ? 1 : (speeds[index % speeds.length] as number),
       workers: s.workers,
       createdAtMs: this.scheduler.now,
@@ -490,11 +478,7 @@ export class Simulation implements SimulationContext {
     pod.state = 'ready';
     pod.readyAtMs = this.scheduler.now;
     this.#recomputeEligible();
-    for (const change of this.#changes) {
-      change.waitingReady.delete(pod);
-      this.#maybeFinish(change);
-    }
-    if (this.#rollout !== undefined) this.#rolloutStep();
+    this.#deployment.podReady(pod);
   }
 
   /** Removes `pod` from the endpoints; it closes its connections after the drain time. */
@@ -510,14 +494,7 @@ export class Simulation implements SimulationContext {
     pod.state = 'gone';
     this.#recomputeEligible();
     this.#router.podGone(pod);
-    for (const change of this.#changes) {
-      change.waitingGone.delete(pod);
-      this.#maybeFinish(change);
-    }
-    if (this.#rollout !== undefined) {
-      this.#rollout.oldLeaving.delete(pod);
-      this.#rolloutStep();
-    }
+    this.#deployment.podGone(pod);
   }
 
   #recomputeEligible(): void {
@@ -537,110 +514,15 @@ export class Simulation implements SimulationContext {
     if (e.type === 'burst') {
       this.#pendingBursts++;
       this.#burst(index, 0);
-      return;
-    }
-    this.#changesScheduled--;
-    if (e.type === 'scale') this.#scale(e.pods);
-    else this.#startRollout(e.maxSurge, e.maxUnavailable);
+    } else if (e.type === 'scale') this.#deployment.scale(e.pods);
+    else this.#deployment.rollingUpdate(e.maxSurge, e.maxUnavailable);
   }
 
-  /** Pods that count as replicas of the Deployment now (not terminating, not gone). */
-  #live(): SimPod[] {
-    return this.pods.filter((p) => p.state === 'starting' || p.state === 'ready');
-  }
-
-  #scale(replicas: number): void {
-    this.#desiredReplicas = replicas;
-    const change: Change = { waitingReady: new Set(), waitingGone: new Set() };
-    const live = this.#live();
-    for (let i = live.length; i < replicas; i++) change.waitingReady.add(this.#createPod(false));
-    if (live.length > replicas) {
-      // The ReplicaSet controller deletes unready pods first, then the newest.
-      const victims = [...live].sort((a, b) => {
-        const ra = a.state === 'ready' ? 1 : 0;
-        const rb = b.state === 'ready' ? 1 : 0;
-        return ra - rb || b.createdAtMs - a.createdAtMs || b.index - a.index;
-      });
-      for (const pod of victims.slice(0, live.length - replicas)) {
-        change.waitingReady.delete(pod);
-        change.waitingGone.add(pod);
-        this.#terminate(pod);
-      }
-    }
-    this.#changes.add(change);
-    this.#maybeFinish(change);
-  }
-
-  #maybeFinish(change: Change): void {
-    if (change.waitingReady.size > 0 || change.waitingGone.size > 0 || !this.#changes.has(change)) return;
-    this.#changes.delete(change);
-    this.#maybeSettle();
-  }
-
-  #maybeSettle(): void {
-    if (this.#changes.size > 0 || this.#changesScheduled > 0 || this.#rollout !== undefined) return;
+  /** Every scheduled change has finished: open the window if it waits for that. */
+  #settled(): void {
     this.#settledAtMs = this.scheduler.now;
     if (this.scenario.measure.from === 'settled' && !Number.isFinite(this.#windowStartMs)) {
       this.#openWindow(this.scheduler.now);
-    }
-  }
-
-  #startRollout(maxSurge: number | string, maxUnavailable: number | string): void {
-    const replicas = this.#desiredReplicas;
-    this.#revision++;
-    let surge = resolveIntOrPercent(maxSurge, replicas, true);
-    const unavailable = resolveIntOrPercent(maxUnavailable, replicas, false);
-    // As the Deployment controller: if both resolve to 0, maxUnavailable becomes 1.
-    const effectiveUnavailable = surge === 0 && unavailable === 0 ? 1 : unavailable;
-    if (surge < 0) surge = 0;
-    this.#rollout = {
-      revision: this.#revision,
-      surge,
-      unavailable: effectiveUnavailable,
-      newPods: [],
-      oldLeaving: new Set(),
-    };
-    this.#rolloutStep();
-  }
-
-  /**
-   * One reconciliation of the Deployment controller: scale the new ReplicaSet up within
-   * replicas + maxSurge, scale the old one down while at least replicas − maxUnavailable
-   * pods stay available, repeat until nothing changes. Old pods leave oldest first.
-   */
-  #rolloutStep(): void {
-    const r = this.#rollout;
-    if (r === undefined) return;
-    const replicas = this.#desiredReplicas;
-    for (let changed = true; changed; ) {
-      changed = false;
-      const live = this.#live();
-      const old = live.filter((p) => p.revision !== r.revision);
-      const fresh = live.filter((p) => p.revision === r.revision);
-      if (old.length + fresh.length < replicas + r.surge && fresh.length < replicas) {
-        r.newPods.push(this.#createPod(false));
-        changed = true;
-        continue;
-      }
-      const available = live.filter((p) => p.state === 'ready').length;
-      const victim = old.find((p) => p.state !== 'ready') ?? old[0];
-      if (victim !== undefined) {
-        const after = available - (victim.state === 'ready' ? 1 : 0);
-        if (after >= replicas - r.unavailable) {
-          r.oldLeaving.add(victim);
-          this.#terminate(victim);
-          changed = true;
-        }
-      }
-    }
-    const live = this.#live();
-    const done =
-      live.every((p) => p.revision === r.revision && p.state === 'ready') &&
-      live.length >= replicas &&
-      r.oldLeaving.size === 0;
-    if (done) {
-      this.#rollout = undefined;
-      this.#maybeSettle();
     }
   }
 }
