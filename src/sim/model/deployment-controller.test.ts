@@ -66,7 +66,7 @@ describe('DeploymentController rolling update', () => {
       maxUnavailable: '25%',
       surge: 3,
       unavailable: 2,
-      first: ['+2', '+2', '+2', '-1', '-1', '+2', '+2'],
+      first: ['+2', '+2', '+2', '-1', '+2', '-1', '+2'],
     },
     { replicas: 3, maxSurge: '0%', maxUnavailable: '10%', surge: 0, unavailable: 1, first: ['-1', '+2'] },
   ] as const;
