@@ -35,8 +35,6 @@ export interface SimulationContext {
   readonly streams: SimulationStreams;
   /** Ready pods, or serving-terminating ones when none is ready; sorted by address. */
   readonly eligiblePods: readonly SimPod[];
-  /** Bumped on every endpoint change. */
-  readonly endpointsVersion: number;
   /** The Service's endpoints as an EndpointSlice would list them now. */
   endpointSet(): EndpointSet;
   /** The pod behind an endpoint object published by `endpointSet()`. */

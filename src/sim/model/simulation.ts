@@ -69,7 +69,6 @@ export class Simulation implements SimulationContext {
   readonly connections: ConnectionManager;
   readonly streams: SimulationStreams;
   eligiblePods: readonly SimPod[] = [];
-  endpointsVersion = 0;
 
   readonly #router: RequestRouter;
   readonly #onTick: ((nowMs: number) => void) | undefined;
@@ -502,7 +501,6 @@ export class Simulation implements SimulationContext {
     const eligible = ready.length > 0 ? ready : this.pods.filter((p) => p.state === 'terminating');
     eligible.sort((a, b) => a.addressU32 - b.addressU32);
     this.eligiblePods = eligible;
-    this.endpointsVersion++;
     this.#endpointSet = undefined;
     this.#router.endpointsChanged();
   }

@@ -5,6 +5,8 @@
  * there are too many pods for a column each). Plain text, deterministic — no wall-clock
  * figures — so the same seed prints the same table.
  */
+import type { Scenario } from '../scenario/scenario-spec.js';
+import type { DistributionSpec } from '../workload/distribution.js';
 import type { SimDataplaneResult, SimReport } from './sim-report.js';
 
 /** Pods shown one column each up to this many; beyond, min / median / max. */
@@ -30,6 +32,68 @@ function median(sorted: readonly number[]): number {
   return n % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
+function duration(ms: number): string {
+  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms >= 1000) return `${Number((ms / 1000).toFixed(3))} s`;
+  return `${Number(ms.toFixed(3))} ms`;
+}
+
+function distribution(d: DistributionSpec): string {
+  switch (d.type) {
+    case 'fixed':
+      return duration(d.valueMs);
+    case 'exponential':
+      return `exp. mean ${duration(d.meanMs)}`;
+    case 'uniform':
+      return `${duration(d.minMs)}–${duration(d.maxMs)}`;
+    case 'pareto':
+      return `Pareto mean ${duration(d.meanMs)} shape ${d.shape}`;
+    case 'lognormal':
+      return `log-normal mean ${duration(d.meanMs)} sigma ${d.sigma}`;
+  }
+}
+
+/** One or two lines saying what actually ran (knobs included), from the validated scenario. */
+export function describeSettings(s: Scenario): string[] {
+  const p = s.pods;
+  const c = s.clients;
+  const a = c.arrival;
+  const arrival =
+    a.type === 'closed-loop'
+      ? `closed loop, ${a.concurrency} outstanding`
+      : `${a.type === 'poisson' ? 'Poisson' : 'periodic'} ${a.ratePerSecond}/s`;
+  const parts = [
+    `${p.count} pods × ${p.workers} worker${p.workers === 1 ? '' : 's'} (service ${distribution(p.serviceTime)})`,
+    `${c.count ?? c.connections} clients on ${c.nodes} nodes, ${c.connections} connections, ${arrival} each${a.count === undefined ? '' : `, ${a.count} requests`}`,
+  ];
+  const changes: string[] = [];
+  for (const e of s.events ?? []) {
+    if (e.type === 'scale') changes.push(`scale to ${e.pods} at ${duration(e.atMs)}`);
+    else if (e.type === 'rolling-update') {
+      changes.push(
+        `rolling update at ${duration(e.atMs)} (maxSurge ${e.maxSurge}, maxUnavailable ${e.maxUnavailable})`,
+      );
+    } else {
+      changes.push(
+        `bursts of ${e.requestsPerClient}/client${e.everyMs === undefined ? '' : ` every ${duration(e.everyMs)}`} from ${duration(e.atMs)}`,
+      );
+    }
+  }
+  const lifetime: string[] = [];
+  const cl = c.lifetime;
+  if (cl.maxConnectionAgeMs !== undefined)
+    lifetime.push(`client max age ${duration(cl.maxConnectionAgeMs)} ±${cl.ageJitter * 100}%`);
+  if (cl.maxRequestsPerConnection !== undefined)
+    lifetime.push(`client reconnect after ${cl.maxRequestsPerConnection} requests`);
+  if (c.connectionLifetime !== undefined) lifetime.push(`sessions ${distribution(c.connectionLifetime)}`);
+  const sl = s.server.lifetime;
+  if (sl.maxConnectionAgeMs !== undefined) lifetime.push(`server recycles at ${duration(sl.maxConnectionAgeMs)}`);
+  if (sl.maxRequestsPerConnection !== undefined)
+    lifetime.push(`server recycles after ${sl.maxRequestsPerConnection} requests`);
+  const second = [...changes, lifetime.length === 0 ? 'no connection lifetime limits' : lifetime.join(', ')];
+  return [parts.join('; '), second.join('; ')];
+}
+
 /**
  * Renders the report as an aligned text table (with a trailing newline).
  *
@@ -41,6 +105,7 @@ export function formatTable(report: SimReport): string {
   const trials = report.trials === 1 ? '1 trial' : `${report.trials} trials (figures are means over trials)`;
   lines.push(`evenlb sim: ${report.scenario} (seed ${report.seed}, ${trials})`);
   if (report.description !== '') lines.push(report.description);
+  lines.push(...describeSettings(report.settings));
   const w = report.window;
   let window = `measured ${seconds(w.fromMs)} to ${seconds(w.toMs)} of simulated time`;
   if (report.changeAtMs !== null)

@@ -5,6 +5,7 @@
  * measured pods (1 = its fair share). Nothing in it depends on wall-clock time, so the same
  * seed and inputs give byte-identical JSON.
  */
+import type { Scenario } from '../scenario/scenario-spec.js';
 
 export interface SimPodReport {
   readonly name: string;
@@ -86,6 +87,6 @@ export interface SimReport {
   readonly settledAtMs: number;
   readonly changeAtMs: number | null;
   /** The validated scenario that ran (defaults filled in). */
-  readonly settings: unknown;
+  readonly settings: Scenario;
   readonly results: readonly SimDataplaneResult[];
 }
