@@ -5,6 +5,7 @@
  */
 import type { Endpoint } from '../core/endpoint.js';
 import type { EndpointLoad } from './endpoint-load.js';
+import { mix32 } from './sampling/mix32.js';
 
 /**
  * What a request tells the picker. Reuse one object per caller to keep picks allocation-free
@@ -76,10 +77,5 @@ export function hashKey(text: string): number {
     h = Math.imul(h, 0x01000193);
   }
   // Final avalanche (murmur3 fmix32): FNV alone clusters on short, similar keys.
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return mix32(h);
 }
