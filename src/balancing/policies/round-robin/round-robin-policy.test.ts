@@ -33,16 +33,40 @@ describe('round-robin', () => {
     expect([...tally(picks).values()]).toEqual(Array(7).fill(100));
   });
 
-  it('resumes after the last endpoint picked when the set changes', () => {
+  it('resumes after the last endpoint picked when the set changes without growing', () => {
     const { b } = seededBalancer('round-robin', 1);
-    const set = EndpointSet.from(endpointInputs(5));
+    const set = EndpointSet.from(endpointInputs(6));
     b.update(set);
     const keys = set.endpoints.map((e) => e.key);
     const last = pickKeys(b, 3)[2]!;
     const at = keys.indexOf(last);
-    // Add an endpoint: rotation continues right after `last`.
-    b.update(EndpointSet.from(endpointInputs(6)));
-    expect(pickKeys(b, 1)[0]).toBe(b.endpointSet.endpoints[(at + 1) % 6]!.key);
+    // Change another endpoint's weight: rotation continues right after `last`.
+    const changedIndex = (at + 3) % 6;
+    b.update(EndpointSet.from(endpointInputs(6, (i) => (i === changedIndex ? { weight: 5 } : {}))));
+    expect(pickKeys(b, 1)[0]).toBe(keys[(at + 1) % 6]);
+  });
+
+  // Regression: after a scale-out that appends endpoints, every client's position lay in the
+  // old part of the list, so clients reached the new endpoints in waves (the new half took
+  // 25% of the first quarter-rotation, then 75%).
+  it('spreads many clients over a grown list at once, with no wave', () => {
+    const clients = 400;
+    let toNew = 0;
+    let total = 0;
+    for (let seed = 1; seed <= clients; seed++) {
+      const { b } = seededBalancer('round-robin', seed);
+      b.update(EndpointSet.from(endpointInputs(50)));
+      pickKeys(b, 1 + (seed % 50));
+      b.update(EndpointSet.from(endpointInputs(100)));
+      const newKeys = new Set(b.endpointSet.endpoints.slice(50).map((e) => e.key));
+      for (const key of pickKeys(b, 25)) {
+        total++;
+        if (newKeys.has(key)) toNew++;
+      }
+    }
+    // Uniform positions over 100 endpoints: the new half takes 50% of the next 25 picks.
+    expect(toNew / total).toBeGreaterThan(0.44);
+    expect(toNew / total).toBeLessThan(0.56);
   });
 
   // Regression: resuming at "the first key sorting after the last one" skipped endpoints

@@ -7,6 +7,14 @@
  * The position survives picker rebuilds: a new picker resumes right after the endpoint picked
  * last, or — if that endpoint is gone — at the first endpoint that followed it in the previous
  * list and is still present. Frequent endpoint changes therefore neither skip nor favour anyone.
+ *
+ * New endpoints are the exception. When A never-seen endpoints join a list of N (a scale-out,
+ * a rollout's new pods), every client's position still lies among the old ones, so many
+ * clients rotating in step would reach the new endpoints in waves (after a 500 → 1,000
+ * scale-out the new half took 25% of picks, then 75%). So a client jumps, with probability
+ * A/N, to a random one of the new endpoints; positions are then uniform over the grown list
+ * again. An endpoint coming back (readiness flapping) is not new and causes no jump, so
+ * flapping neither skips nor favours anyone.
  */
 import { parseOptions } from '../../../core/options.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
@@ -23,6 +31,8 @@ interface Position {
 class RoundRobinBuilder implements PickerBuilder {
   readonly #env: PolicyEnv;
   readonly #position: Position = { list: [], index: -1 };
+  /** Endpoint keys this builder has seen; reset when it outgrows the live list fourfold. */
+  #seen = new Set<string>();
 
   constructor(env: PolicyEnv) {
     this.#env = env;
@@ -33,6 +43,7 @@ class RoundRobinBuilder implements PickerBuilder {
     const results: readonly Picked[] = endpoints.map((t) => t.result);
     const position = this.#position;
     let next = this.#resume(endpoints);
+    this.#remember(endpoints);
     return () => {
       const i = next;
       next = i + 1 === n ? 0 : i + 1;
@@ -45,7 +56,10 @@ class RoundRobinBuilder implements PickerBuilder {
   /** The index in `endpoints` at which rotation continues. */
   #resume(endpoints: readonly TrackedEndpoint[]): number {
     const { list, index } = this.#position;
-    if (index < 0) return this.#env.random.int(endpoints.length);
+    const random = this.#env.random;
+    if (index < 0) return random.int(endpoints.length);
+    const added = this.#unseen(endpoints);
+    if (added.length > 0 && random.next() * endpoints.length < added.length) return added[random.int(added.length)]!;
     const at = new Map<string, number>(endpoints.map((t, i) => [t.endpoint.key, i]));
     const last = at.get(list[index]!.endpoint.key);
     if (last !== undefined) return (last + 1) % endpoints.length;
@@ -54,6 +68,20 @@ class RoundRobinBuilder implements PickerBuilder {
       if (found !== undefined) return found;
     }
     return this.#env.random.int(endpoints.length);
+  }
+
+  /** Indexes of endpoints never seen before. */
+  #unseen(endpoints: readonly TrackedEndpoint[]): number[] {
+    const out: number[] = [];
+    endpoints.forEach((t, i) => {
+      if (!this.#seen.has(t.endpoint.key)) out.push(i);
+    });
+    return out;
+  }
+
+  #remember(endpoints: readonly TrackedEndpoint[]): void {
+    if (this.#seen.size > 4 * endpoints.length + 64) this.#seen = new Set();
+    for (const t of endpoints) this.#seen.add(t.endpoint.key);
   }
 }
 
