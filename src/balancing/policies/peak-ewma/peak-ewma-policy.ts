@@ -19,7 +19,7 @@ import { opt, type Parsed, parseOptions } from '../../../core/options.js';
 import type { EndpointLoad } from '../../endpoint-load.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy } from '../../policy.js';
-import { CandidateDraw } from '../../sampling/candidate-draw.js';
+import { bestOfChoices } from '../../sampling/best-of-choices.js';
 import { endpointWeights, inverseRelativeWeights, weightsUniform } from '../../sampling/weights.js';
 
 const spec = {
@@ -67,37 +67,15 @@ export const peakEwmaPolicy: BalancingPolicy<PeakEwmaOptions> = {
     const random = env.random;
     return {
       build(endpoints: readonly TrackedEndpoint[]): PickFn {
-        const n = endpoints.length;
         const results: readonly Picked[] = endpoints.map((t) => t.result);
-        if (n === 1) {
-          const only = results[0] as Picked;
-          return () => only;
-        }
         const loads: readonly EndpointLoad[] = endpoints.map((t) => t.load);
-        const d = Math.min(options.choiceCount, n);
         const uniform = weightsUniform(endpoints);
         const weights = endpointWeights(endpoints);
         // In-flight per unit of weight, relative to the mean: all 1 when weights are equal.
-        const perWeight = uniform ? new Float64Array(n).fill(1) : inverseRelativeWeights(weights);
-        if (uniform && d === 2) {
-          // The common case, P2C: a distinct uniform pair from two draws, no shuffle state.
-          return () => {
-            const a = random.int(n);
-            let b = random.int(n - 1);
-            if (b >= a) b++;
-            return cheaper(loads, perWeight, b, a) ? results[b]! : results[a]!;
-          };
-        }
-        const draw = uniform ? new CandidateDraw(n, random) : new CandidateDraw(n, random, weights);
-        return () => {
-          draw.begin();
-          let best = draw.next();
-          for (let c = 1; c < d; c++) {
-            const i = draw.next();
-            if (cheaper(loads, perWeight, i, best)) best = i;
-          }
-          return results[best]!;
-        };
+        const perWeight = uniform ? new Float64Array(results.length).fill(1) : inverseRelativeWeights(weights);
+        return bestOfChoices(results, random, options.choiceCount, uniform ? undefined : weights, (i, j) =>
+          cheaper(loads, perWeight, i, j),
+        );
       },
     };
   },
