@@ -7,12 +7,11 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { ProxyConfig } from './config-schema.js';
 import { dashboardHtml } from './dashboard-page.js';
-import { parseAddress } from './proxy-config.js';
+import { boundPort, listenAt } from './listener-sockets.js';
 
 export interface AdminDeps {
   readonly metrics: ProxyMetrics;
@@ -104,18 +103,11 @@ export class AdminServer {
   }
 
   listen(address: string): Promise<number> {
-    const { host, port } = parseAddress(address);
-    return new Promise((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(port, host, () => {
-        this.#server.off('error', reject);
-        resolve((this.#server.address() as AddressInfo).port);
-      });
-    });
+    return listenAt(this.#server, address);
   }
 
   get port(): number {
-    return (this.#server.address() as AddressInfo | null)?.port ?? 0;
+    return boundPort(this.#server);
   }
 
   close(): Promise<void> {

@@ -24,9 +24,9 @@ import type { ListenerConfig } from './config-schema.js';
 import { forwardRequestToH2, forwardStreamToH2 } from './h2-upstream-exchange.js';
 import { upstreamRequestHeaders } from './hop-headers.js';
 import { Http1ResponseExchange, Http2ResponseExchange } from './http1-upstream-exchange.js';
+import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
 import { replyHttp1, replyHttp2 } from './local-reply.js';
 import type { ProxyCluster } from './proxy-cluster.js';
-import { parseAddress } from './proxy-config.js';
 import type { RouteTable } from './route-table.js';
 
 /** What a listener reads per request; swapped as a whole on reload. */
@@ -58,7 +58,7 @@ export class L7Listener {
   readonly #h2: http2.Http2Server;
   readonly #front: net.Server | tls.Server;
   readonly #proto: 'http' | 'https';
-  readonly #sockets = new Set<Socket>();
+  readonly #sockets: ListenerSockets;
   readonly #sessions = new Set<Http2Session>();
   readonly #recyclers: ConnectionRecycler[] = [];
   #closing: Promise<void> | undefined;
@@ -66,6 +66,7 @@ export class L7Listener {
   constructor(config: ListenerConfig, deps: L7ListenerDeps) {
     this.config = config;
     this.#deps = deps;
+    this.#sockets = new ListenerSockets(config.name, deps.metrics);
     this.#proto = config.protocol === 'https' ? 'https' : 'http';
     const limits = config.limits;
     this.#h1 = http.createServer(
@@ -106,7 +107,7 @@ export class L7Listener {
       this.#front = tls.createServer(
         { cert: readFileSync(t.cert), key: readFileSync(t.key), ALPNProtocols: ['h2', 'http/1.1'] },
         (socket) => {
-          this.#track(socket);
+          this.#sockets.track(socket);
           if (socket.alpnProtocol === 'h2') this.#h2.emit('connection', socket);
           else this.#h1.emit('connection', socket);
         },
@@ -132,32 +133,16 @@ export class L7Listener {
 
   /** Starts listening; resolves with the bound port. */
   listen(): Promise<number> {
-    const { host, port } = parseAddress(this.config.address);
-    return new Promise((resolve, reject) => {
-      this.#front.once('error', reject);
-      this.#front.listen(port, host, () => {
-        this.#front.off('error', reject);
-        resolve((this.#front.address() as net.AddressInfo).port);
-      });
-    });
+    return listenAt(this.#front, this.config.address);
   }
 
   get port(): number {
-    return (this.#front.address() as net.AddressInfo | null)?.port ?? 0;
-  }
-
-  #track(socket: Socket): void {
-    this.#sockets.add(socket);
-    this.#deps.metrics.connectionOpened(this.config.name);
-    socket.once('close', () => {
-      this.#sockets.delete(socket);
-      this.#deps.metrics.connectionClosed(this.config.name);
-    });
+    return boundPort(this.#front);
   }
 
   /** Reads the first bytes: the HTTP/2 preface goes to the h2 server, anything else to HTTP/1.1. */
   #sniff(socket: Socket): void {
-    this.#track(socket);
+    this.#sockets.track(socket);
     socket.on('error', () => {});
     let head: Buffer | undefined;
     const onData = (chunk: Buffer): void => {
@@ -365,7 +350,7 @@ export class L7Listener {
    * `timeoutMs` (then the rest are destroyed). Idempotent.
    */
   close(timeoutMs = 30_000): Promise<void> {
-    this.#closing ??= new Promise<void>((resolve) => {
+    if (this.#closing === undefined) {
       for (const r of this.#recyclers) void r.close();
       this.#front.close();
       this.#h1.close();
@@ -374,21 +359,8 @@ export class L7Listener {
         s.goaway(http2.constants.NGHTTP2_NO_ERROR);
         s.close();
       }
-      const deadline = setTimeout(() => {
-        for (const s of this.#sockets) s.destroy();
-      }, timeoutMs);
-      deadline.unref();
-      const check = (): void => {
-        this.#h1.closeIdleConnections();
-        if (this.#sockets.size === 0) {
-          clearTimeout(deadline);
-          resolve();
-          return;
-        }
-        setTimeout(check, 50).unref();
-      };
-      check();
-    });
+      this.#closing = this.#sockets.drain(timeoutMs, () => this.#h1.closeIdleConnections());
+    }
     return this.#closing;
   }
 
@@ -397,6 +369,6 @@ export class L7Listener {
     this.#front.close();
     this.#h1.closeAllConnections();
     for (const s of this.#sessions) s.destroy();
-    for (const s of this.#sockets) s.destroy();
+    this.#sockets.destroyAll();
   }
 }

@@ -12,8 +12,8 @@ import type { Logger } from 'pino';
 import { hashKey, type PickContext } from '../balancing/picker.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { ListenerConfig } from './config-schema.js';
+import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
 import type { ProxyCluster } from './proxy-cluster.js';
-import { parseAddress } from './proxy-config.js';
 
 export interface TcpListenerDeps {
   readonly cluster: () => ProxyCluster | undefined;
@@ -26,29 +26,23 @@ export class TcpListener {
   readonly config: ListenerConfig;
   readonly #deps: TcpListenerDeps;
   readonly #server: net.Server;
-  readonly #sockets = new Set<Socket>();
+  readonly #sockets: ListenerSockets;
   #closing: Promise<void> | undefined;
 
   constructor(config: ListenerConfig, deps: TcpListenerDeps) {
     this.config = config;
     this.#deps = deps;
+    this.#sockets = new ListenerSockets(config.name, deps.metrics);
     this.#server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.#onConnection(socket));
     if (config.limits.maxConnections > 0) this.#server.maxConnections = config.limits.maxConnections;
   }
 
   listen(): Promise<number> {
-    const { host, port } = parseAddress(this.config.address);
-    return new Promise((resolve, reject) => {
-      this.#server.once('error', reject);
-      this.#server.listen(port, host, () => {
-        this.#server.off('error', reject);
-        resolve((this.#server.address() as net.AddressInfo).port);
-      });
-    });
+    return listenAt(this.#server, this.config.address);
   }
 
   get port(): number {
-    return (this.#server.address() as net.AddressInfo | null)?.port ?? 0;
+    return boundPort(this.#server);
   }
 
   get connections(): number {
@@ -56,13 +50,7 @@ export class TcpListener {
   }
 
   #onConnection(client: Socket): void {
-    const name = this.config.name;
-    this.#sockets.add(client);
-    this.#deps.metrics.connectionOpened(name);
-    client.once('close', () => {
-      this.#sockets.delete(client);
-      this.#deps.metrics.connectionClosed(name);
-    });
+    this.#sockets.track(client);
     client.on('error', () => {});
     const cluster = this.#deps.cluster();
     if (cluster === undefined) {
@@ -141,27 +129,15 @@ export class TcpListener {
 
   /** Stops accepting; open connections end by themselves or are destroyed after `timeoutMs`. */
   close(timeoutMs = 30_000): Promise<void> {
-    this.#closing ??= new Promise<void>((resolve) => {
+    if (this.#closing === undefined) {
       this.#server.close();
-      const deadline = setTimeout(() => {
-        for (const s of this.#sockets) s.destroy();
-      }, timeoutMs);
-      deadline.unref();
-      const check = (): void => {
-        if (this.#sockets.size === 0) {
-          clearTimeout(deadline);
-          resolve();
-          return;
-        }
-        setTimeout(check, 50).unref();
-      };
-      check();
-    });
+      this.#closing = this.#sockets.drain(timeoutMs);
+    }
     return this.#closing;
   }
 
   async destroy(): Promise<void> {
     this.#server.close();
-    for (const s of this.#sockets) s.destroy();
+    this.#sockets.destroyAll();
   }
 }
