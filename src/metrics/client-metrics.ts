@@ -6,10 +6,11 @@
  * gauges are read from `agent.stats()` at scrape time. Several agents may share a registry:
  * the instruments are registered once and labelled by agent name (`client`).
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Counter, Histogram, Registry } from 'prom-client';
 import type { ClusterObserver, RequestOutcome } from '../cluster/cluster-options.js';
-import type { ClusterStats } from '../cluster/cluster-stats.js';
+import type { ClusterStats, EndpointStats } from '../cluster/cluster-stats.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
+import { registeredCounter, registeredGauge, registeredHistogram } from './registered-instruments.js';
 
 /** A prom-client registry (the caller's). */
 export type MetricsRegistry = Registry;
@@ -39,10 +40,6 @@ export interface StatsProvider {
 
 const registries = new WeakMap<Registry, ClientMetrics>();
 
-function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
-  return (registry.getSingleMetric(name) as T | undefined) ?? create();
-}
-
 export class ClientMetrics {
   readonly #providers = new Set<StatsProvider>();
   readonly #requests: Counter<'client' | 'route' | 'endpoint' | 'outcome'>;
@@ -56,108 +53,56 @@ export class ClientMetrics {
   readonly #histograms = new Map<string, { observe(v: number): void }>();
 
   private constructor(registry: Registry) {
-    const registers = [registry];
     const providers = this.#providers;
     const collectStats = () => [...providers].map((p) => ({ client: p.name, stats: p.stats() }));
-    this.#requests = getOrCreate(
+    this.#requests = registeredCounter(
       registry,
       clientMetricNames.requests,
-      () =>
-        new Counter({
-          name: clientMetricNames.requests,
-          help: 'Requests that ended, by endpoint and outcome (success, http-error, connect-failure, transport-error, aborted).',
-          labelNames: ['client', 'route', 'endpoint', 'outcome'],
-          registers,
-        }),
+      'Requests that ended, by endpoint and outcome (success, http-error, connect-failure, transport-error, aborted).',
+      ['client', 'route', 'endpoint', 'outcome'],
     );
-    this.#duration = getOrCreate(
+    this.#duration = registeredHistogram(
       registry,
       clientMetricNames.requestDuration,
-      () =>
-        new Histogram({
-          name: clientMetricNames.requestDuration,
-          help: 'Time from pick to the end of the response, per endpoint, in seconds.',
-          labelNames: ['client', 'route', 'endpoint'],
-          buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-          registers,
-        }),
+      'Time from pick to the end of the response, per endpoint, in seconds.',
+      ['client', 'route', 'endpoint'],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     );
-    this.#retries = getOrCreate(
+    this.#retries = registeredCounter(
       registry,
       clientMetricNames.retries,
-      () =>
-        new Counter({
-          name: clientMetricNames.retries,
-          help: 'Extra attempts on another endpoint, by reason (connect-failure, idempotent).',
-          labelNames: ['client', 'route', 'reason'],
-          registers,
-        }),
+      'Extra attempts on another endpoint, by reason (connect-failure, idempotent).',
+      ['client', 'route', 'reason'],
     );
-    this.#opened = getOrCreate(
+    this.#opened = registeredCounter(
       registry,
       clientMetricNames.connectionsOpened,
-      () =>
-        new Counter({
-          name: clientMetricNames.connectionsOpened,
-          help: 'Connections opened, per endpoint.',
-          labelNames: ['client', 'route', 'endpoint'],
-          registers,
-        }),
+      'Connections opened, per endpoint.',
+      ['client', 'route', 'endpoint'],
     );
-    this.#closed = getOrCreate(
+    this.#closed = registeredCounter(
       registry,
       clientMetricNames.connectionsClosed,
-      () =>
-        new Counter({
-          name: clientMetricNames.connectionsClosed,
-          help: 'Connections closed, per endpoint and reason (requests, age, idle, endpoint-removed, error, peer, shutdown).',
-          labelNames: ['client', 'route', 'endpoint', 'reason'],
-          registers,
-        }),
+      'Connections closed, per endpoint and reason (requests, age, idle, endpoint-removed, error, peer, shutdown).',
+      ['client', 'route', 'endpoint', 'reason'],
     );
-    this.#ejections = getOrCreate(
+    this.#ejections = registeredCounter(
       registry,
       clientMetricNames.ejections,
-      () =>
-        new Counter({
-          name: clientMetricNames.ejections,
-          help: 'Outlier-detection ejections, per endpoint.',
-          labelNames: ['client', 'route', 'endpoint'],
-          registers,
-        }),
-    );
-    const gauge = (name: string, help: string, labelNames: string[], fill: (g: Gauge) => void) =>
-      getOrCreate(
-        registry,
-        name,
-        () =>
-          new Gauge({
-            name,
-            help,
-            labelNames,
-            registers,
-            collect() {
-              this.reset();
-              fill(this);
-            },
-          }),
-      );
-    gauge(clientMetricNames.inFlight, 'Requests in flight, per endpoint.', ['client', 'route', 'endpoint'], (g) => {
-      for (const { client, stats } of collectStats())
-        for (const r of stats.routes)
-          for (const e of r.endpoints) g.set({ client, route: r.name, endpoint: e.key }, e.inFlight);
-    });
-    gauge(
-      clientMetricNames.openConnections,
-      'Open connections, per endpoint.',
+      'Outlier-detection ejections, per endpoint.',
       ['client', 'route', 'endpoint'],
-      (g) => {
+    );
+    /** A per-endpoint gauge read from every agent's stats at scrape time. */
+    const endpointGauge = (name: string, help: string, value: (e: EndpointStats) => number) =>
+      registeredGauge(registry, name, help, ['client', 'route', 'endpoint'], (g) => {
         for (const { client, stats } of collectStats())
           for (const r of stats.routes)
-            for (const e of r.endpoints) g.set({ client, route: r.name, endpoint: e.key }, e.openConnections);
-      },
-    );
-    gauge(
+            for (const e of r.endpoints) g.set({ client, route: r.name, endpoint: e.key }, value(e));
+      });
+    endpointGauge(clientMetricNames.inFlight, 'Requests in flight, per endpoint.', (e) => e.inFlight);
+    endpointGauge(clientMetricNames.openConnections, 'Open connections, per endpoint.', (e) => e.openConnections);
+    registeredGauge(
+      registry,
       clientMetricNames.endpointEligible,
       '1 when the endpoint receives new requests, 0 when ejected, draining or not ready.',
       ['client', 'route', 'endpoint', 'state'],
@@ -168,18 +113,13 @@ export class ClientMetrics {
               g.set({ client, route: r.name, endpoint: e.key, state: e.state }, e.state === 'eligible' ? 1 : 0);
       },
     );
-    gauge(
+    endpointGauge(
       clientMetricNames.windowRequests,
       'Requests per endpoint within the stats window.',
-      ['client', 'route', 'endpoint'],
-      (g) => {
-        for (const { client, stats } of collectStats())
-          for (const r of stats.routes)
-            for (const e of r.endpoints) g.set({ client, route: r.name, endpoint: e.key }, e.windowRequests);
-      },
+      (e) => e.windowRequests,
     );
     const imbalanceGauge = (name: string, help: string, pick: (s: ClusterStats) => number) =>
-      gauge(name, help, ['client', 'route'], (g) => {
+      registeredGauge(registry, name, help, ['client', 'route'], (g) => {
         for (const { client, stats } of collectStats())
           for (const r of stats.routes) g.set({ client, route: r.name }, pick(r));
       });

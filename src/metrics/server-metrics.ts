@@ -6,9 +6,9 @@
  * closes also carry the `reason` (the shared `CloseReason` vocabulary: `requests`, `age`,
  * `idle`, `shutdown`, `peer`, ...).
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CloseReason } from '../pool/lifetime-policy.js';
+import { registeredCounter, registeredGauge, registeredHistogram } from './registered-instruments.js';
 
 /** The metric names, all with the `evenlb_server_` prefix. */
 export const serverMetricNames = Object.freeze({
@@ -42,48 +42,33 @@ export class ServerMetrics {
 
   constructor(registry: Registry) {
     const n = serverMetricNames;
-    this.#opened = reuse(registry, n.connectionsOpened, Counter, (registers) => {
-      return new Counter({
-        name: n.connectionsOpened,
-        help: 'Server connections accepted (HTTP/1 sockets and HTTP/2 sessions).',
-        labelNames: ['protocol'],
-        registers,
-      });
-    });
-    this.#closed = reuse(registry, n.connectionsClosed, Counter, (registers) => {
-      return new Counter({
-        name: n.connectionsClosed,
-        help: 'Server connections closed, by reason (requests, age, idle, shutdown, peer, error).',
-        labelNames: ['protocol', 'reason'],
-        registers,
-      });
-    });
-    this.#open = reuse(registry, n.openConnections, Gauge, (registers) => {
-      return new Gauge({
-        name: n.openConnections,
-        help: 'Server connections currently open.',
-        labelNames: ['protocol'],
-        registers,
-      });
-    });
-    this.#requests = reuse(registry, n.requestsPerConnection, Histogram, (registers) => {
-      return new Histogram({
-        name: n.requestsPerConnection,
-        help: 'Requests (HTTP/2: streams) served per connection, observed when it closes.',
-        labelNames: ['protocol'],
-        buckets: REQUEST_BUCKETS,
-        registers,
-      });
-    });
-    this.#age = reuse(registry, n.connectionAgeSeconds, Histogram, (registers) => {
-      return new Histogram({
-        name: n.connectionAgeSeconds,
-        help: 'Connection lifetime in seconds, observed when it closes.',
-        labelNames: ['protocol'],
-        buckets: AGE_BUCKETS_SECONDS,
-        registers,
-      });
-    });
+    this.#opened = registeredCounter(
+      registry,
+      n.connectionsOpened,
+      'Server connections accepted (HTTP/1 sockets and HTTP/2 sessions).',
+      ['protocol'],
+    );
+    this.#closed = registeredCounter(
+      registry,
+      n.connectionsClosed,
+      'Server connections closed, by reason (requests, age, idle, shutdown, peer, error).',
+      ['protocol', 'reason'],
+    );
+    this.#open = registeredGauge(registry, n.openConnections, 'Server connections currently open.', ['protocol']);
+    this.#requests = registeredHistogram(
+      registry,
+      n.requestsPerConnection,
+      'Requests (HTTP/2: streams) served per connection, observed when it closes.',
+      ['protocol'],
+      REQUEST_BUCKETS,
+    );
+    this.#age = registeredHistogram(
+      registry,
+      n.connectionAgeSeconds,
+      'Connection lifetime in seconds, observed when it closes.',
+      ['protocol'],
+      AGE_BUCKETS_SECONDS,
+    );
   }
 
   /** A connection was accepted. */
@@ -99,21 +84,4 @@ export class ServerMetrics {
     this.#requests.observe({ protocol }, requests);
     this.#age.observe({ protocol }, ageMs / 1000);
   }
-}
-
-/** Returns the instrument registered under `name`, creating it when absent. */
-function reuse<M>(
-  registry: Registry,
-  name: string,
-  kind: abstract new (...args: never[]) => M,
-  create: (registers: Registry[]) => M,
-): M {
-  const existing = registry.getSingleMetric(name);
-  if (existing === undefined) return create([registry]);
-  if (existing instanceof kind) return existing;
-  throw new EvenlbError(
-    ErrorCodes.INVALID_OPTION,
-    `metrics registry: "${name}" is already registered as another kind of instrument`,
-    { details: { metric: name } },
-  );
 }
