@@ -111,6 +111,17 @@ const NAME = '^[a-zA-Z0-9][-a-zA-Z0-9_.]{0,62}$';
 const posInt = { type: 'integer', minimum: 1 } as const;
 const nonNegInt = { type: 'integer', minimum: 0 } as const;
 const posNum = { type: 'number', exclusiveMinimum: 0 } as const;
+const nonEmptyString = { type: 'string', minLength: 1 } as const;
+
+/**
+ * An object schema with exactly `properties` (unknown keys rejected), and `required` ones
+ * when given.
+ */
+function strictObject<const P, const R extends readonly string[] | undefined = undefined>(properties: P, required?: R) {
+  return required === undefined
+    ? ({ type: 'object', additionalProperties: false, properties } as const)
+    : ({ type: 'object', additionalProperties: false, required, properties } as const);
+}
 
 /** The JSON schema every configuration passes before anything starts. */
 export const proxyConfigSchema = {
@@ -119,12 +130,7 @@ export const proxyConfigSchema = {
   additionalProperties: false,
   required: ['listeners', 'clusters'],
   properties: {
-    admin: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['address'],
-      properties: { address: { type: 'string', pattern: ADDRESS } },
-    },
+    admin: strictObject({ address: { type: 'string', pattern: ADDRESS } }, ['address']),
     accessLog: { type: 'boolean' },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     imbalanceWindowMs: posInt,
@@ -132,98 +138,71 @@ export const proxyConfigSchema = {
     listeners: {
       type: 'array',
       minItems: 1,
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['address'],
-        properties: {
+      items: strictObject(
+        {
           name: { type: 'string', pattern: NAME },
           address: { type: 'string', pattern: ADDRESS },
           protocol: { enum: ['http', 'https', 'tcp'] },
-          tls: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['cert', 'key'],
-            properties: { cert: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } },
-          },
+          tls: strictObject({ cert: nonEmptyString, key: nonEmptyString }, ['cert', 'key']),
           cluster: { type: 'string', pattern: NAME },
           balance: { enum: ['least-connections', 'maglev'] },
           maxConnectionAgeMs: posNum,
-          limits: {
-            type: 'object',
-            additionalProperties: false,
-            properties: {
-              maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1048576 },
-              maxHeaderCount: { type: 'integer', minimum: 1, maximum: 10000 },
-              headersTimeoutMs: posInt,
-              requestTimeoutMs: nonNegInt,
-              idleTimeoutMs: posInt,
-              maxConnections: nonNegInt,
-            },
-          },
-          recycle: {
-            type: 'object',
-            additionalProperties: false,
-            properties: { maxRequestsPerConnection: posInt, maxConnectionAgeMs: posNum },
-          },
+          limits: strictObject({
+            maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1048576 },
+            maxHeaderCount: { type: 'integer', minimum: 1, maximum: 10000 },
+            headersTimeoutMs: posInt,
+            requestTimeoutMs: nonNegInt,
+            idleTimeoutMs: posInt,
+            maxConnections: nonNegInt,
+          }),
+          recycle: strictObject({ maxRequestsPerConnection: posInt, maxConnectionAgeMs: posNum }),
         },
-      },
+        ['address'],
+      ),
     },
     clusters: {
       type: 'array',
       minItems: 1,
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['name', 'target'],
-        properties: {
+      items: strictObject(
+        {
           name: { type: 'string', pattern: NAME },
           target: { type: 'string', pattern: '^(static|dns|k8s|file):///.+' },
-          policy: { type: 'string', minLength: 1 },
+          policy: nonEmptyString,
           policyOptions: { type: 'object' },
           protocol: { enum: ['http1', 'h2'] },
-          tls: {
-            type: 'object',
-            additionalProperties: false,
-            properties: {
-              ca: { type: 'string', minLength: 1 },
-              servername: { type: 'string', minLength: 1 },
-              rejectUnauthorized: { type: 'boolean' },
-            },
-          },
-          lifetime: {
-            type: 'object',
-            additionalProperties: false,
-            properties: { maxRequestsPerConnection: posInt, maxConnectionAgeMs: posNum, idleTimeoutMs: posNum },
-          },
+          tls: strictObject({
+            ca: nonEmptyString,
+            servername: nonEmptyString,
+            rejectUnauthorized: { type: 'boolean' },
+          }),
+          lifetime: strictObject({
+            maxRequestsPerConnection: posInt,
+            maxConnectionAgeMs: posNum,
+            idleTimeoutMs: posNum,
+          }),
           outlierDetection: { oneOf: [{ type: 'object' }, { const: false }] },
-          retries: {
-            type: 'object',
-            additionalProperties: false,
-            properties: {
-              connectFailures: { type: 'integer', minimum: 0, maximum: 10 },
-              idempotent: { type: 'integer', minimum: 0, maximum: 10 },
-            },
-          },
+          retries: strictObject({
+            connectFailures: { type: 'integer', minimum: 0, maximum: 10 },
+            idempotent: { type: 'integer', minimum: 0, maximum: 10 },
+          }),
           connectTimeoutMs: posInt,
           requestTimeoutMs: nonNegInt,
           bodyTimeoutMs: nonNegInt,
-          hostRewrite: { type: 'string', minLength: 1 },
+          hostRewrite: nonEmptyString,
         },
-      },
+        ['name', 'target'],
+      ),
     },
     routes: {
       type: 'array',
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['cluster'],
-        properties: {
-          hosts: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
+      items: strictObject(
+        {
+          hosts: { type: 'array', minItems: 1, items: nonEmptyString },
           pathPrefix: { type: 'string', pattern: '^/' },
           cluster: { type: 'string', pattern: NAME },
         },
-      },
+        ['cluster'],
+      ),
     },
   },
 } as const;
