@@ -3,48 +3,20 @@
  * a demo run left behind (by the run id every demo child carries in its environment and
  * arguments), and check that nothing listens any more on the pods' addresses.
  */
-import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { type CliRun, type RunCliOptions, repoRoot, runCli } from '../support/run-cli.js';
 
-export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export { repoRoot };
 export const cliPath = join(repoRoot, 'dist', 'cli', 'main.js');
 
-export interface CliRun {
-  readonly pid: number | undefined;
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs `node dist/cli/main.js ...args`; `onStderr` sees stderr as it arrives (to send signals mid-run). */
-export function runCli(
-  args: readonly string[],
-  options: { timeoutMs: number; onStderr?: (text: string, child: import('node:child_process').ChildProcess) => void },
-): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding('utf8').on('data', (c: string) => {
-      stderr += c;
-      options.onStderr?.(stderr, child);
-    });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`evenlb ${args.join(' ')} did not finish within ${options.timeoutMs} ms:\n${stderr}`));
-    }, options.timeoutMs);
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ pid: child.pid, code, signal, stdout, stderr });
-    });
-  });
+/**
+ * Runs `node dist/cli/main.js ...args` until the process exits (demo children it leaves behind
+ * may still hold its pipes).
+ */
+export function runBuiltCli(args: readonly string[], options: Omit<RunCliOptions, 'until'>): Promise<CliRun> {
+  return runCli(cliPath, args, { ...options, until: 'exit' });
 }
 
 /** PIDs of live processes whose environment or arguments carry the demo run id. */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PhaseResult } from '../../src/demo/phase-result.js';
 import { netfilterSupport } from '../../src/netfilter/index.js';
-import { accepts, cliPath, demoProcesses, eventually, netnsList, repoRoot, runCli } from './demo-helpers.js';
+import { accepts, cliPath, demoProcesses, eventually, netnsList, repoRoot, runBuiltCli } from './demo-helpers.js';
 
 interface DemoJson {
   readonly runId: string;
@@ -22,7 +22,7 @@ interface DemoJson {
 const dir = mkdtempSync(join(tmpdir(), 'evenlb-demo-test-'));
 const jsonPath = join(dir, 'demo.json');
 const htmlPath = join(dir, 'demo-report.html');
-let run: Awaited<ReturnType<typeof runCli>>;
+let run: Awaited<ReturnType<typeof runBuiltCli>>;
 let results: DemoJson;
 const available = { agent: false, proxy: false, recycler: false };
 
@@ -32,9 +32,9 @@ beforeAll(async () => {
   available.agent = typeof main.BalancedAgent === 'function';
   const server = (await import(join(repoRoot, 'dist', 'server', 'index.js'))) as Record<string, unknown>;
   available.recycler = typeof server.recycleConnections === 'function';
-  const help = await runCli(['--help'], { timeoutMs: 10_000 });
+  const help = await runBuiltCli(['--help'], { timeoutMs: 10_000 });
   available.proxy = /^\s+proxy \[options\]/m.test(help.stdout);
-  run = await runCli(
+  run = await runBuiltCli(
     ['demo', '--duration', '8s', '--seed', '7', '--json', jsonPath, '--output', htmlPath, '--progress', 'plain'],
     { timeoutMs: 90_000 },
   );
@@ -161,7 +161,7 @@ describe('evenlb demo', () => {
   it('stops everything on Ctrl-C mid-run and exits 130', async (ctx) => {
     if (!available.agent) ctx.skip();
     let sent = false;
-    const interrupted = await runCli(
+    const interrupted = await runBuiltCli(
       [
         'demo',
         '--duration',
@@ -195,7 +195,7 @@ describe('evenlb demo', () => {
   it('--dataplane netfilter: real kube-proxy rules when root, else says what is needed and exits 2', async () => {
     const support = netfilterSupport();
     const json = join(dir, 'netfilter.json');
-    const r = await runCli(
+    const r = await runBuiltCli(
       [
         'demo',
         '--dataplane',
@@ -230,7 +230,7 @@ describe('evenlb demo', () => {
   it('--dataplane netfilter: Ctrl-C removes the namespace and every process in it', async (ctx) => {
     if (!netfilterSupport().ok) ctx.skip();
     let sent = false;
-    const r = await runCli(
+    const r = await runBuiltCli(
       [
         'demo',
         '--dataplane',
@@ -266,7 +266,7 @@ describe('evenlb demo', () => {
     [['--duration', 'soon'], /expected a duration/],
     [['--output', '/nonexistent-dir/report.html'], /--output .*does not exist/],
   ])('rejects %j with exit 2', async (args, message) => {
-    const r = await runCli(['demo', ...args], { timeoutMs: 10_000 });
+    const r = await runBuiltCli(['demo', ...args], { timeoutMs: 10_000 });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
   });

@@ -3,12 +3,8 @@
  * counting the requests they serve; a proxy started in-process from a config object; and
  * bounded load loops (count and time).
  */
-import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
@@ -99,32 +95,4 @@ export async function waitFor(
 export function shares(backends: readonly Backend[]): number[] {
   const total = backends.reduce((a, b) => a + b.hits, 0);
   return backends.map((b) => (total === 0 ? 0 : b.hits / total));
-}
-
-const here = dirname(fileURLToPath(import.meta.url));
-const root = join(here, '..', '..');
-
-/**
- * Bundles the CLI once (esbuild, dependencies external) so tests can run `evenlb proxy` as a
- * real child process. Returns the path of the bundle.
- */
-export function buildCli(): string {
-  const out = join(root, 'node_modules', '.cache', 'evenlb-test', 'cli.mjs');
-  mkdirSync(dirname(out), { recursive: true });
-  const r = spawnSync(
-    join(root, 'node_modules', '.bin', 'esbuild'),
-    [
-      join(root, 'src', 'cli', 'main.ts'),
-      '--bundle',
-      '--platform=node',
-      '--format=esm',
-      '--target=node20',
-      '--packages=external',
-      `--outfile=${out}`,
-      '--log-level=error',
-    ],
-    { cwd: root, encoding: 'utf8' },
-  );
-  if (r.status !== 0) throw new Error(`esbuild failed: ${r.stderr}`);
-  return out;
 }

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
-import { type Backend, buildCli, startBackend, waitFor } from './helpers.js';
+import { buildCli } from '../support/run-cli.js';
+import { type Backend, startBackend, waitFor } from './helpers.js';
 
 let cli = '';
 let dir = '';

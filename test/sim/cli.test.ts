@@ -12,13 +12,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registeredPolicies } from '../../src/balancing/policy.js';
 import { simReportSchema } from '../../src/sim/report/report-schema.js';
 import type { SimReport } from '../../src/sim/report/sim-report.js';
-import { buildSimCli, runSim } from './cli-support.js';
+import { buildCli, type CliRun, runCli } from '../support/run-cli.js';
+
+/** Runs `evenlb sim ...args` with a deadline. */
+const runSim = (cli: string, args: readonly string[]): Promise<CliRun> =>
+  runCli(cli, ['sim', ...args], { timeoutMs: 60_000 });
 
 let cli: string;
 let dir: string;
 
 beforeAll(() => {
-  cli = buildSimCli();
+  cli = buildCli('evenlb-sim-test');
   dir = mkdtempSync(join(tmpdir(), 'evenlb-sim-'));
 });
 
