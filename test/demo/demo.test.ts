@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PhaseResult } from '../../src/demo/phase-result.js';
 import { netfilterSupport } from '../../src/netfilter/index.js';
+import { launchChromium } from '../support/browser.js';
 import { accepts, cliPath, demoProcesses, eventually, netnsList, repoRoot, runBuiltCli } from './demo-helpers.js';
 
 interface DemoJson {
@@ -123,18 +124,7 @@ describe('evenlb demo', () => {
   it('writes a self-contained HTML report whose charts all draw in Chromium', async () => {
     const html = readFileSync(htmlPath, 'utf8');
     expect(html).not.toMatch(/<script[^>]+src=/);
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
       const requests: string[] = [];

@@ -5,10 +5,11 @@
  * from the admin server, its charts draw non-blank canvases, and the figures update.
  */
 import http from 'node:http';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proxyMetricNames } from '../../src/metrics/proxy-metrics.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
+import { launchChromium } from '../support/browser.js';
 import { type Backend, startBackend, startProxy, waitFor } from './helpers.js';
 
 let backends: Backend[] = [];
@@ -107,17 +108,7 @@ describe('dashboard', () => {
   });
 
   it('loads, draws non-blank charts and updates its figures', async () => {
-    browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    browser = await launchChromium();
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));

@@ -7,11 +7,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
-import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registeredPolicies } from '../../src/balancing/policy.js';
 import { simReportSchema } from '../../src/sim/report/report-schema.js';
 import type { SimReport } from '../../src/sim/report/sim-report.js';
+import { launchChromium } from '../support/browser.js';
 import { buildCli, type CliRun, runCli } from '../support/run-cli.js';
 
 /** Runs `evenlb sim ...args` with a deadline. */
@@ -123,17 +123,7 @@ describe('evenlb sim', () => {
     expect(html).not.toMatch(/<link[^>]+href=/);
     expect(html).not.toMatch(/src="https?:/);
 
-    const browser = await chromium.launch({
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        '--no-first-run',
-      ],
-    });
+    const browser = await launchChromium();
     try {
       const page = await browser.newPage();
       const errors: string[] = [];
