@@ -16,6 +16,7 @@ import {
   type KubernetesEndpointSource,
   type KubernetesSourceOptions,
 } from '../../src/discovery/kubernetes/index.js';
+import { selfSignedCert } from '../server/support/servers.js';
 import { endpointSlice, FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
 import { okWith, waitForSnapshot } from './source-helpers.js';
 
@@ -25,34 +26,7 @@ let ca: string;
 let otherCa: string;
 
 /** A self-signed certificate for IP 127.0.0.1 (it is its own CA), and its key. */
-async function selfSigned(name: string): Promise<{ cert: string; key: string }> {
-  const key = join(dir, `${name}.key`);
-  const cert = join(dir, `${name}.crt`);
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '1',
-      '-subj',
-      `/CN=${name}`,
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  return { cert: await readFile(cert, 'utf8'), key: await readFile(key, 'utf8') };
-}
+const selfSigned = (name: string) => selfSignedCert([], ['127.0.0.1'], name);
 
 /** The first kubeconfig load imports @kubernetes/client-node: allow for a slow machine. */
 const LOAD_MS = 15_000;
@@ -64,9 +38,9 @@ async function follow(options: KubernetesSourceOptions): Promise<KubernetesEndpo
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'evenlb-kubecfg-'));
-  const tls = await selfSigned('kube-apiserver');
+  const tls = selfSigned('kube-apiserver');
   ca = tls.cert;
-  otherCa = (await selfSigned('someone-else')).cert;
+  otherCa = selfSigned('someone-else').cert;
   api = await FakeKubeApiServer.start({ tls, token: 'sa-token' });
   api.applyService(service({ name: 'web', namespace: 'cfg', ports: [{ port: 80, targetPort: 8080 }] }));
   api.applyEndpointSlice(

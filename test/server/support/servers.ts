@@ -5,6 +5,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import type net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,8 +15,15 @@ export interface TlsMaterial {
   readonly cert: string;
 }
 
-/** A self-signed certificate for `dnsNames` and `ips` (default `localhost`, 127.0.0.1). */
-export function selfSignedCert(dnsNames: readonly string[] = ['localhost'], ips: readonly string[] = ['127.0.0.1']) {
+/**
+ * A self-signed certificate for `dnsNames` and `ips` (default `localhost`, 127.0.0.1), with
+ * subject CN `commonName` (default: the first name or address).
+ */
+export function selfSignedCert(
+  dnsNames: readonly string[] = ['localhost'],
+  ips: readonly string[] = ['127.0.0.1'],
+  commonName?: string,
+) {
   const dir = mkdtempSync(join(tmpdir(), 'evenlb-cert-'));
   try {
     const san = [...dnsNames.map((d) => `DNS:${d}`), ...ips.map((i) => `IP:${i}`)].join(',');
@@ -32,7 +40,7 @@ export function selfSignedCert(dnsNames: readonly string[] = ['localhost'], ips:
         '-days',
         '2',
         '-subj',
-        `/CN=${dnsNames[0] ?? ips[0] ?? 'evenlb-test'}`,
+        `/CN=${commonName ?? dnsNames[0] ?? ips[0] ?? 'evenlb-test'}`,
         '-addext',
         `subjectAltName=${san}`,
         '-keyout',
@@ -63,6 +71,21 @@ export async function listen(server: net.Server, host = '127.0.0.1'): Promise<nu
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('no TCP address');
   return address.port;
+}
+
+/** `GET /` from 127.0.0.1:`port` with node's http client through `agent`; resolves with the body. */
+export function httpGetText(port: number, agent: http.Agent): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve(body));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
 }
 
 /** Closes `server` and destroys whatever connections are left (test teardown). */
