@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleFixture, FixtureProcess } from './support/fixture-process.js';
+import { httpGetText } from './support/servers.js';
 
 const GRACE_MS = 5000;
 const LOOPS_PER_CLIENT = 4;
@@ -64,18 +65,7 @@ describe('drainOnSignal: SIGTERM under load (server in a child process)', () => 
     const pool = new Pool(origin, { connections: LOOPS_PER_CLIENT });
     const agent = new http.Agent({ keepAlive: true, maxSockets: LOOPS_PER_CLIENT });
     const viaUndici = async () => (await pool.request({ path: '/', method: 'GET' })).body.text();
-    const viaAgent = () =>
-      new Promise<string>((resolve, reject) => {
-        http
-          .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => (body += c));
-            res.on('end', () => resolve(body));
-            res.on('error', reject);
-          })
-          .on('error', reject);
-      });
+    const viaAgent = () => httpGetText(port, agent);
 
     const outcomes: Outcomes = { completed: 0, neverSent: 0, failed: [] };
     const loops = [

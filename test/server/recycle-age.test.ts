@@ -12,7 +12,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { type RecyclerOptions, recycleConnections } from '../../src/server/index.js';
 import { RetryingH2Client } from './support/h2-client.js';
-import { listen, PerConnectionCounter, shutdown, waitFor } from './support/servers.js';
+import { httpGetText, listen, PerConnectionCounter, shutdown, waitFor } from './support/servers.js';
 
 const LOAD_MS = 3000;
 const MAX_REQUESTS = 200_000;
@@ -94,18 +94,7 @@ describe('recycleConnections: maxConnectionAgeMs 200 under continuous load for 3
     const { port } = await recycledHttp1({ maxConnectionAgeMs: 200 }, counter, 5);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
     cleanups.push(async () => agent.destroy());
-    const get = () =>
-      new Promise<string>((resolve, reject) => {
-        http
-          .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => (body += c));
-            res.on('end', () => resolve(body));
-            res.on('error', reject);
-          })
-          .on('error', reject);
-      });
+    const get = () => httpGetText(port, agent);
 
     const r = await load(2, get);
     expect(r.failed, r.errors.join(', ')).toBe(0);

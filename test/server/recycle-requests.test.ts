@@ -15,7 +15,7 @@ import { SeededRandom } from '../../src/core/random.js';
 import { serverMetricNames } from '../../src/metrics/server-metrics.js';
 import { type ConnectionRecycler, recycleConnections } from '../../src/server/index.js';
 import { RetryingH2Client } from './support/h2-client.js';
-import { listen, PerConnectionCounter, selfSignedCert, shutdown, waitFor } from './support/servers.js';
+import { httpGetText, listen, PerConnectionCounter, selfSignedCert, shutdown, waitFor } from './support/servers.js';
 
 const N = 50;
 const TOTAL = 1000;
@@ -125,17 +125,7 @@ describe('recycleConnections: maxRequestsPerConnection 50, 1,000 requests over o
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     cleanups.push(async () => agent.destroy());
 
-    const get = () =>
-      new Promise<string>((resolve, reject) => {
-        http
-          .get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => (body += c));
-            res.on('end', () => resolve(body));
-          })
-          .on('error', reject);
-      });
+    const get = () => httpGetText(port, agent);
     const r = await sequential(TOTAL, get);
     expect(r).toEqual({ ok: TOTAL, failed: 0 });
     expectExactlyN(counter.counts(), TOTAL);
