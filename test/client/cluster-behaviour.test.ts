@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { request } from 'undici';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import {
   BalancedAgent,
   BaseEndpointSource,
@@ -18,7 +18,7 @@ import {
   EndpointSet,
   StaticEndpointSource,
 } from '../../src/index.js';
-import { type Pod, startPod, startPods, stopPods, waitFor } from '../support/loopback-pods.js';
+import { type Pod, podsAndAgent, startPod, startPods, waitFor } from '../support/loopback-pods.js';
 
 /** A source that answers only when told to. */
 class ManualSource extends BaseEndpointSource {
@@ -35,27 +35,21 @@ const ROUTE = 'inventory.shop.svc:80';
 const URL = 'http://inventory.shop.svc/';
 
 describe('cluster behaviour', () => {
-  let pods: Pod[] = [];
-  let agent: BalancedAgent | undefined;
-  afterEach(async () => {
-    await agent?.close();
-    agent = undefined;
-    await stopPods(pods);
-  });
+  const fx = podsAndAgent<BalancedAgent>();
 
   const call = (path = '/', method: 'GET' | 'POST' = 'GET') =>
-    request(`http://inventory.shop.svc${path}`, { dispatcher: agent, method }).then(
+    request(`http://inventory.shop.svc${path}`, { dispatcher: fx.agent, method }).then(
       async (res) => ({ status: res.statusCode, body: (await res.body.text()).trim() }),
       (err: { code?: string }) => ({ status: 0, body: '', code: err.code }),
     );
 
   test('a request waits for the first discovery answer, up to discoveryTimeoutMs', async () => {
-    pods = await startPods(1);
+    fx.pods = await startPods(1);
     const source = new ManualSource();
-    agent = new BalancedAgent({ routes: { [ROUTE]: source }, discoveryTimeoutMs: 2_000 });
+    fx.agent = new BalancedAgent({ routes: { [ROUTE]: source }, discoveryTimeoutMs: 2_000 });
     const waiting = call();
     await new Promise((r) => setTimeout(r, 50));
-    source.publish([(pods[0] as Pod).endpoint]);
+    source.publish([(fx.pods[0] as Pod).endpoint]);
     expect((await waiting).status).toBe(200);
 
     const never = new ManualSource();
@@ -72,7 +66,7 @@ describe('cluster behaviour', () => {
   });
 
   test('a Service that does not exist fails with EVENLB_SERVICE_NOT_FOUND', async () => {
-    agent = new BalancedAgent({
+    fx.agent = new BalancedAgent({
       routes: { [ROUTE]: `file://${join(tmpdir(), 'evenlb-no-such-file.json')}` },
       sourceOptions: { file: { logger: { warn() {}, info() {} } } },
     });
@@ -83,8 +77,8 @@ describe('cluster behaviour', () => {
   test('retryIdempotent retries GET on a 503 elsewhere, never POST', async () => {
     const bad = await startPod({ status: 503 });
     const good = await startPod();
-    pods = [bad, good];
-    agent = new BalancedAgent({
+    fx.pods = [bad, good];
+    fx.agent = new BalancedAgent({
       routes: { [ROUTE]: new StaticEndpointSource([bad.endpoint, good.endpoint]) },
       policy: 'round-robin',
       retryIdempotent: 1,
@@ -98,8 +92,8 @@ describe('cluster behaviour', () => {
 
   test('idleTimeoutMs closes idle connections; maxConnectionAgeMs rotates busy ones', async () => {
     const pod = await startPod({ keepAliveTimeoutMs: 30_000 });
-    pods = [pod];
-    agent = new BalancedAgent({
+    fx.pods = [pod];
+    fx.agent = new BalancedAgent({
       routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
       idleTimeoutMs: 150,
     });
@@ -109,9 +103,9 @@ describe('cluster behaviour', () => {
     await waitFor(() => pod.openSockets === 0, 'the idle connection to close', 2_000);
     const closedAfter = (pod.closedAt.get(1) ?? 0) - t;
     expect(closedAfter).toBeGreaterThan(100);
-    await agent.close();
+    await fx.agent.close();
 
-    agent = new BalancedAgent({
+    fx.agent = new BalancedAgent({
       routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
       maxConnectionAgeMs: 100,
       ageJitter: 0,
@@ -131,11 +125,11 @@ describe('cluster behaviour', () => {
   });
 
   test('Prometheus metrics on the caller registry', async () => {
-    pods = await startPods(2);
+    fx.pods = await startPods(2);
     const registry = new Registry();
-    agent = new BalancedAgent({
+    fx.agent = new BalancedAgent({
       name: 'checkout',
-      routes: { [ROUTE]: new StaticEndpointSource(pods.map((p) => p.endpoint)) },
+      routes: { [ROUTE]: new StaticEndpointSource(fx.pods.map((p) => p.endpoint)) },
       // Sequential requests: least-request would break its all-zero ties at random.
       policy: 'round-robin',
       metrics: { registry },
@@ -155,26 +149,26 @@ describe('cluster behaviour', () => {
   });
 
   test('close(): in-flight requests finish, new ones fail with EVENLB_CLOSED', async () => {
-    pods = await startPods(1, { delayMs: 200 });
-    agent = new BalancedAgent({ routes: { [ROUTE]: new StaticEndpointSource(pods.map((p) => p.endpoint)) } });
+    fx.pods = await startPods(1, { delayMs: 200 });
+    fx.agent = new BalancedAgent({ routes: { [ROUTE]: new StaticEndpointSource(fx.pods.map((p) => p.endpoint)) } });
     const inFlight = call();
-    await (pods[0] as Pod).waitForInFlight(1);
-    const closing = agent.close();
+    await (fx.pods[0] as Pod).waitForInFlight(1);
+    const closing = fx.agent.close();
     expect(await call()).toMatchObject({ status: 0, code: 'EVENLB_CLOSED' });
     expect((await inFlight).status).toBe(200);
     await closing;
-    await waitFor(() => (pods[0] as Pod).openSockets === 0, 'the server to see the socket close', 2_000);
+    await waitFor(() => (fx.pods[0] as Pod).openSockets === 0, 'the server to see the socket close', 2_000);
   });
 
   test('close() also finishes requests queued for a connection', async () => {
-    pods = await startPods(1, { delayMs: 50 });
-    agent = new BalancedAgent({
-      routes: { [ROUTE]: new StaticEndpointSource(pods.map((p) => p.endpoint)) },
+    fx.pods = await startPods(1, { delayMs: 50 });
+    fx.agent = new BalancedAgent({
+      routes: { [ROUTE]: new StaticEndpointSource(fx.pods.map((p) => p.endpoint)) },
       connectionsPerEndpoint: 1,
     });
     const calls = Array.from({ length: 3 }, () => call());
-    await (pods[0] as Pod).waitForInFlight(1);
-    await agent.close();
+    await (fx.pods[0] as Pod).waitForInFlight(1);
+    await fx.agent.close();
     expect((await Promise.all(calls)).map((r) => r.status)).toEqual([200, 200, 200]);
   });
 });

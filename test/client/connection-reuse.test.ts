@@ -4,46 +4,40 @@
  * (undici's own `maxRequestsPerClient` would allow N+1).
  */
 import { request } from 'undici';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { BalancedAgent, StaticEndpointSource } from '../../src/index.js';
-import { type Pod, startPod, stopPods } from '../support/loopback-pods.js';
+import { podsAndAgent, startPod } from '../support/loopback-pods.js';
 
 const ROUTE = 'api.prod.svc:80';
 
 describe('connection reuse and lifetime', () => {
-  let pods: Pod[] = [];
-  let agent: BalancedAgent | undefined;
-  afterEach(async () => {
-    await agent?.close();
-    agent = undefined;
-    await stopPods(pods);
-  });
+  const fx = podsAndAgent<BalancedAgent>();
 
   const get = async (path = '/') => {
-    const res = await request(`http://api.prod.svc${path}`, { dispatcher: agent });
+    const res = await request(`http://api.prod.svc${path}`, { dispatcher: fx.agent });
     await res.body.text();
     return res.statusCode;
   };
 
   test('10 concurrent slow requests open >= 10 connections; a second batch opens none', async () => {
     const pod = await startPod({ delayMs: 150, keepAliveTimeoutMs: 30_000 });
-    pods = [pod];
-    agent = new BalancedAgent({ routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) } });
+    fx.pods = [pod];
+    fx.agent = new BalancedAgent({ routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) } });
     const batch = () => Promise.all(Array.from({ length: 10 }, () => get()));
     expect(await batch()).toEqual(Array(10).fill(200));
     const opened = pod.socketsOpened;
     expect(opened).toBeGreaterThanOrEqual(10);
     expect(await batch()).toEqual(Array(10).fill(200));
     expect(pod.socketsOpened).toBe(opened);
-    const stats = agent.stats().routes[0]?.endpoints[0];
+    const stats = fx.agent.stats().routes[0]?.endpoints[0];
     expect(stats?.openConnections).toBe(opened);
     expect(stats?.connectionsOpened).toBe(opened);
   });
 
   test('maxRequestsPerConnection: 10 → exactly 10 requests on each full socket (sequential)', async () => {
     const pod = await startPod({ keepAliveTimeoutMs: 30_000 });
-    pods = [pod];
-    agent = new BalancedAgent({
+    fx.pods = [pod];
+    fx.agent = new BalancedAgent({
       routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
       maxRequestsPerConnection: 10,
     });
@@ -53,8 +47,8 @@ describe('connection reuse and lifetime', () => {
 
   test('maxRequestsPerConnection: 10 with 4 concurrent callers: no socket carries more than 10', async () => {
     const pod = await startPod({ keepAliveTimeoutMs: 30_000, delayMs: 2 });
-    pods = [pod];
-    agent = new BalancedAgent({
+    fx.pods = [pod];
+    fx.agent = new BalancedAgent({
       routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
       maxRequestsPerConnection: 10,
     });
@@ -74,8 +68,8 @@ describe('connection reuse and lifetime', () => {
 
   test('connectionsPerEndpoint: 2 caps sockets; extra requests queue and all complete', async () => {
     const pod = await startPod({ delayMs: 50, keepAliveTimeoutMs: 30_000 });
-    pods = [pod];
-    agent = new BalancedAgent({
+    fx.pods = [pod];
+    fx.agent = new BalancedAgent({
       routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
       connectionsPerEndpoint: 2,
     });

@@ -7,33 +7,27 @@
  * another endpoint) and outlier detection ejects it.
  */
 import { request } from 'undici';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { BalancedAgent, StaticEndpointSource } from '../../src/index.js';
-import { type Pod, startPod, startPods, stopPods, waitFor } from '../support/loopback-pods.js';
+import { type Pod, podsAndAgent, startPod, startPods, waitFor } from '../support/loopback-pods.js';
 
 const ORIGIN = 'http://cart.shop.svc';
 const ROUTE = 'cart.shop.svc:80';
 
 describe('endpoint lifecycle', () => {
-  let pods: Pod[] = [];
-  let agent: BalancedAgent | undefined;
-  afterEach(async () => {
-    await agent?.close();
-    agent = undefined;
-    await stopPods(pods);
-  });
+  const fx = podsAndAgent<BalancedAgent>();
 
   const get = async (path = '/') => {
-    const res = await request(`${ORIGIN}${path}`, { dispatcher: agent });
+    const res = await request(`${ORIGIN}${path}`, { dispatcher: fx.agent });
     return { status: res.statusCode, body: (await res.body.text()).trim() };
   };
 
   test('removing an endpoint closes its idle sockets within 500 ms; its in-flight requests complete', async () => {
     const slow = (req: { url?: string }) => (req.url === '/slow' ? 600 : 0);
-    pods = await startPods(2, { delayMs: slow, keepAliveTimeoutMs: 30_000 });
-    const [x, y] = pods as [Pod, Pod];
+    fx.pods = await startPods(2, { delayMs: slow, keepAliveTimeoutMs: 30_000 });
+    const [x, y] = fx.pods as [Pod, Pod];
     const source = new StaticEndpointSource([x.endpoint, y.endpoint]);
-    agent = new BalancedAgent({ routes: { [ROUTE]: source }, policy: 'round-robin' });
+    fx.agent = new BalancedAgent({ routes: { [ROUTE]: source }, policy: 'round-robin' });
     // Open idle connections to both pods (3 each), then put 2 slow requests on each.
     await Promise.all(Array.from({ length: 6 }, () => get()));
     expect(x.openSockets).toBe(3);
@@ -61,22 +55,22 @@ describe('endpoint lifecycle', () => {
     const xBefore = x.requests;
     for (let i = 0; i < 10; i++) expect((await get()).body).toBe(y.address);
     expect(x.requests).toBe(xBefore);
-    const removed = agent.stats().routes[0]?.endpoints.find((e) => e.key === `${x.address}:${x.port}`);
+    const removed = fx.agent.stats().routes[0]?.endpoints.find((e) => e.key === `${x.address}:${x.port}`);
     expect(removed === undefined || removed.state === 'draining').toBe(true);
   });
 
   test('not-ready endpoints get nothing; terminating ones only while nothing is ready', async () => {
-    pods = await startPods(3);
-    const [ready, notReady, terminating] = pods as [Pod, Pod, Pod];
+    fx.pods = await startPods(3);
+    const [ready, notReady, terminating] = fx.pods as [Pod, Pod, Pod];
     const source = new StaticEndpointSource([
       ready.endpoint,
       { ...notReady.endpoint, conditions: { ready: false } },
       { ...terminating.endpoint, conditions: { ready: false, serving: true, terminating: true } },
     ]);
-    agent = new BalancedAgent({ routes: { [ROUTE]: source } });
+    fx.agent = new BalancedAgent({ routes: { [ROUTE]: source } });
     for (let i = 0; i < 20; i++) expect((await get()).body).toBe(ready.address);
     expect(notReady.requests + terminating.requests).toBe(0);
-    const states = Object.fromEntries((agent.stats().routes[0]?.endpoints ?? []).map((e) => [e.address, e.state]));
+    const states = Object.fromEntries((fx.agent.stats().routes[0]?.endpoints ?? []).map((e) => [e.address, e.state]));
     expect(states).toEqual({
       [ready.address]: 'eligible',
       [notReady.address]: 'not-ready',
@@ -94,7 +88,7 @@ describe('endpoint lifecycle', () => {
 
   test('no eligible endpoint fails at once with EVENLB_NO_ENDPOINTS naming the route', async () => {
     const source = new StaticEndpointSource([{ address: '127.0.0.9', port: 9, conditions: { ready: false } }]);
-    agent = new BalancedAgent({ routes: { [ROUTE]: source } });
+    fx.agent = new BalancedAgent({ routes: { [ROUTE]: source } });
     const t = performance.now();
     const err = await get().then(
       () => undefined,
@@ -106,10 +100,10 @@ describe('endpoint lifecycle', () => {
   });
 
   test('a backend killed mid-run fails only the requests in flight on it', async () => {
-    pods = await startPods(3, { delayMs: 20, keepAliveTimeoutMs: 30_000 });
-    const victim = pods[1] as Pod;
-    agent = new BalancedAgent({
-      routes: { [ROUTE]: new StaticEndpointSource(pods.map((p) => p.endpoint)) },
+    fx.pods = await startPods(3, { delayMs: 20, keepAliveTimeoutMs: 30_000 });
+    const victim = fx.pods[1] as Pod;
+    fx.agent = new BalancedAgent({
+      routes: { [ROUTE]: new StaticEndpointSource(fx.pods.map((p) => p.endpoint)) },
       outlierDetection: { consecutiveFailures: 3 },
     });
     const victimKey = `${victim.address}:${victim.port}`;
@@ -131,7 +125,7 @@ describe('endpoint lifecycle', () => {
     });
     await waitFor(() => sent >= 150, '150 requests sent', 10_000);
     await victim.waitForInFlight(1);
-    inFlightOnVictimAtKill = agent.stats().routes[0]?.endpoints.find((e) => e.key === victimKey)?.inFlight ?? -1;
+    inFlightOnVictimAtKill = fx.agent.stats().routes[0]?.endpoints.find((e) => e.key === victimKey)?.inFlight ?? -1;
     const killed = victim.kill();
     await Promise.all(callers);
     await killed;
@@ -139,21 +133,21 @@ describe('endpoint lifecycle', () => {
     expect(failed).toBeGreaterThanOrEqual(1);
     expect(failed).toBeLessThanOrEqual(inFlightOnVictimAtKill);
     expect(ok + failed).toBe(sent);
-    const route = agent.stats().routes[0];
+    const route = fx.agent.stats().routes[0];
     expect(route?.endpoints.find((e) => e.key === victimKey)?.state).toBe('ejected');
     expect(route?.retries).toBeGreaterThanOrEqual(1);
   });
 
   test('a connect failure is retried once on another endpoint', async () => {
     const alive = await startPod();
-    pods = [alive];
+    fx.pods = [alive];
     // 127.0.0.1:1 refuses connections.
     const source = new StaticEndpointSource([{ address: '127.0.0.1', port: 1 }, alive.endpoint]);
-    agent = new BalancedAgent({ routes: { [ROUTE]: source }, policy: 'round-robin', outlierDetection: false });
+    fx.agent = new BalancedAgent({ routes: { [ROUTE]: source }, policy: 'round-robin', outlierDetection: false });
     for (let i = 0; i < 6; i++) expect((await get()).body).toBe(alive.address);
     // Every failure on the dead endpoint was retried once, on the live one (round-robin's
     // retry pick moves its cursor too, so the dead endpoint is tried first most of the time).
-    const route = agent.stats().routes[0];
+    const route = fx.agent.stats().routes[0];
     const deadErrors = route?.endpoints.find((e) => e.port === 1)?.errors ?? 0;
     expect(deadErrors).toBeGreaterThanOrEqual(3);
     expect(route?.retries).toBe(deadErrors);

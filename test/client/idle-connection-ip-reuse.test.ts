@@ -6,20 +6,15 @@
  * Kubernetes fixed), so A answers both.
  */
 import { request } from 'undici';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { BalancedAgent, StaticEndpointSource } from '../../src/index.js';
-import { type Pod, startPods, stopPods } from '../support/loopback-pods.js';
+import { type Pod, podsAndAgent, startPods } from '../support/loopback-pods.js';
 import { testCertificates } from '../support/test-certificates.js';
 
 const SERVICE = 'test-service.default.svc';
 
 describe('idle connection IP reuse (TestWebhookClientIdleConnectionIPReuse)', () => {
-  let pods: Pod[] = [];
-  let agent: BalancedAgent | undefined;
-  afterEach(async () => {
-    await agent?.close();
-    await stopPods(pods);
-  });
+  const fx = podsAndAgent<BalancedAgent>();
 
   const cases = [
     { gate: 'RoundTripLoadBalancing=true', a: 1, b: 1, second: 'B' },
@@ -28,17 +23,17 @@ describe('idle connection IP reuse (TestWebhookClientIdleConnectionIPReuse)', ()
 
   test.each(cases)('$gate → A=$a, B=$b, second answer from $second', async ({ gate, a, b, second }) => {
     const pki = testCertificates(SERVICE);
-    pods = await startPods(2, { tls: pki, keepAliveTimeoutMs: 30_000 });
-    const [podA, podB] = pods as [Pod, Pod];
+    fx.pods = await startPods(2, { tls: pki, keepAliveTimeoutMs: 30_000 });
+    const [podA, podB] = fx.pods as [Pod, Pod];
     const source = new StaticEndpointSource([podA.endpoint], 'static:///A');
-    agent = new BalancedAgent({
+    fx.agent = new BalancedAgent({
       routes: { [`${SERVICE}:443`]: source },
       tls: { ca: pki.ca },
       featureGates: gate,
     });
     // Both pods listen on their own port; the route names port 443 as clients address the Service.
     const call = async () => {
-      const res = await request(`https://${SERVICE}/validate`, { method: 'POST', body: '{}', dispatcher: agent });
+      const res = await request(`https://${SERVICE}/validate`, { method: 'POST', body: '{}', dispatcher: fx.agent });
       return (await res.body.text()).trim();
     };
     expect(await call()).toBe(podA.address);
@@ -49,7 +44,7 @@ describe('idle connection IP reuse (TestWebhookClientIdleConnectionIPReuse)', ()
     expect(podB.requests).toBe(b);
     // Stats tell the story: with the gate off, A is no longer in the Service yet still takes traffic.
     if (a === 2) {
-      const statsA = agent.stats().routes[0]?.endpoints.find((e) => e.address === podA.address);
+      const statsA = fx.agent.stats().routes[0]?.endpoints.find((e) => e.address === podA.address);
       expect(statsA).toMatchObject({ state: 'draining', windowRequests: 2, openConnections: 1 });
     }
     for (const entry of [...podA.log, ...podB.log]) {

@@ -16,6 +16,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
+import { afterEach } from 'vitest';
 
 export interface PodRequest {
   readonly method: string;
@@ -208,8 +209,37 @@ export async function startPods(n: number, options: Omit<PodOptions, 'address'> 
   return pods;
 }
 
+/** Closes every pod. */
 export async function stopPods(pods: readonly Pod[]): Promise<void> {
   await Promise.all(pods.map((p) => p.close()));
+}
+
+/** What one client test starts: its pods and the agent under test. */
+export interface PodsAndAgent<A extends { close(): Promise<unknown> }> {
+  pods: Pod[];
+  agent: A | undefined;
+}
+
+/**
+ * A holder for each test's pods and agent, emptied after every test of the calling suite:
+ * the agent is closed first (gracefully), then the pods are stopped.
+ *
+ * @example
+ * const t = podsAndAgent<BalancedAgent>();
+ * test('...', async () => {
+ *   t.pods = await startPods(3);
+ *   t.agent = new BalancedAgent({ routes: { [ROUTE]: new StaticEndpointSource(t.pods.map((p) => p.endpoint)) } });
+ * });
+ */
+export function podsAndAgent<A extends { close(): Promise<unknown> }>(): PodsAndAgent<A> {
+  const held: PodsAndAgent<A> = { pods: [], agent: undefined };
+  afterEach(async () => {
+    await held.agent?.close();
+    held.agent = undefined;
+    await stopPods(held.pods);
+    held.pods = [];
+  });
+  return held;
 }
 
 /** Polls `check` until it returns true or `timeoutMs` passes (then throws with `what`). */
