@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { type Backend, startBackend, startProxy } from '../proxy/helpers.js';
+import { type Backend, fetchText, startBackend, startProxy } from '../proxy/helpers.js';
 
 const DEPLOY = join(import.meta.dirname, '..', '..', 'deploy');
 
@@ -163,16 +163,7 @@ describe('Grafana dashboard', () => {
         })
         .on('error', reject),
     );
-    exported = await new Promise<string>((resolve, reject) =>
-      http
-        .get({ host: '127.0.0.1', port: proxy.adminPort, path: '/metrics', agent: false }, (r) => {
-          let body = '';
-          r.setEncoding('utf8');
-          r.on('data', (c: string) => (body += c));
-          r.on('end', () => resolve(body));
-        })
-        .on('error', reject),
-    );
+    exported = (await fetchText(proxy.adminPort as number, '/metrics')).body;
   });
 
   afterAll(async () => {

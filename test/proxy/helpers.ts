@@ -91,6 +91,35 @@ export async function waitFor(
   }
 }
 
+export interface FetchedText {
+  readonly status: number;
+  readonly body: string;
+  /** The Content-Type header. */
+  readonly type: string;
+  readonly headers: http.IncomingHttpHeaders;
+}
+
+/** `GET path` from 127.0.0.1:`port` on a fresh connection (no agent); resolves with the whole answer. */
+export function fetchText(port: number, path: string): Promise<FetchedText> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body,
+            type: String(res.headers['content-type']),
+            headers: res.headers,
+          }),
+        );
+      })
+      .on('error', reject);
+  });
+}
+
 /** Each backend's share of `total`. */
 export function shares(backends: readonly Backend[]): number[] {
   const total = backends.reduce((a, b) => a + b.hits, 0);

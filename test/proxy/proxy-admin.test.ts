@@ -10,26 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { proxyMetricNames } from '../../src/metrics/proxy-metrics.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { launchChromium } from '../support/browser.js';
-import { type Backend, startBackend, startProxy, waitFor } from './helpers.js';
+import { type Backend, fetchText, startBackend, startProxy, waitFor } from './helpers.js';
 
 let backends: Backend[] = [];
 let proxy: ProxyServer;
 let adminPort = 0;
 let running = true;
 let loadDone: Promise<void> = Promise.resolve();
-
-function fetchText(port: number, path: string): Promise<{ status: number; body: string; type: string }> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, type: String(res.headers['content-type']) }));
-      })
-      .on('error', reject);
-  });
-}
 
 beforeAll(async () => {
   backends = await Promise.all([1, 2, 3, 4].map((i) => startBackend(`d${i}`, `127.0.0.${90 + i}`, { delayMs: 1 })));

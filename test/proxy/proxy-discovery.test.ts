@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { type Backend, startBackend, startProxy, waitFor } from './helpers.js';
+import { type Backend, fetchText, startBackend, startProxy, waitFor } from './helpers.js';
 
 let dir = '';
 let file = '';
@@ -168,18 +168,9 @@ describe('no eligible endpoint', () => {
     });
     try {
       const port = proxy.listenerPort('web') as number;
-      const res = await new Promise<{ status: number; reason: unknown; body: string }>((resolve, reject) => {
-        http
-          .get({ host: '127.0.0.1', port, path: '/', agent: false }, (r) => {
-            let body = '';
-            r.setEncoding('utf8');
-            r.on('data', (c: string) => (body += c));
-            r.on('end', () => resolve({ status: r.statusCode ?? 0, reason: r.headers['x-evenlb-reason'], body }));
-          })
-          .on('error', reject);
-      });
+      const res = await fetchText(port, '/');
       expect(res.status).toBe(503);
-      expect(res.reason).toBe('none-ready');
+      expect(res.headers['x-evenlb-reason']).toBe('none-ready');
       expect(res.body).toContain('503 none-ready');
       writeEndpoints([]);
       await waitFor(() => proxy.clusters.get('web')?.unavailableReason() === 'no-endpoints', 5000, 'empty set');

@@ -8,7 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { type Backend, startBackend, startProxy } from './helpers.js';
+import { type Backend, fetchText, startBackend, startProxy } from './helpers.js';
 
 let good: Backend[] = [];
 let bad: Backend;
@@ -99,16 +99,7 @@ describe('upstream failures', () => {
     // Bodiless GETs that got a 5xx may be retried on another endpoint (retries.idempotent).
     expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
     expect(statuses.filter((s) => s === 503).length).toBeLessThanOrEqual(bad.hits);
-    const metrics = await new Promise<string>((resolve, reject) =>
-      http
-        .get({ host: '127.0.0.1', port: proxy.adminPort, path: '/metrics', agent: false }, (r) => {
-          let body = '';
-          r.setEncoding('utf8');
-          r.on('data', (c: string) => (body += c));
-          r.on('end', () => resolve(body));
-        })
-        .on('error', reject),
-    );
+    const metrics = (await fetchText(proxy.adminPort as number, '/metrics')).body;
     expect(metrics).toContain(`evenlb_proxy_endpoint_ejected{cluster="outlier",endpoint="${bad.key}"} 1`);
     expect(metrics).toContain(`evenlb_proxy_endpoint_ejections_total{cluster="outlier",endpoint="${bad.key}"} 1`);
   });
