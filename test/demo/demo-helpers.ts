@@ -19,6 +19,27 @@ export function runBuiltCli(args: readonly string[], options: Omit<RunCliOptions
   return runCli(cliPath, args, { ...options, until: 'exit' });
 }
 
+/**
+ * Runs `evenlb ...args` (a demo) and sends it SIGINT, as Ctrl-C would, once pods and clients
+ * are up (its first live `max/mean` line); `sigintSent` says whether that happened.
+ */
+export async function runDemoInterruptedWhenLive(
+  args: readonly string[],
+  timeoutMs: number,
+): Promise<CliRun & { readonly sigintSent: boolean }> {
+  let sent = false;
+  const run = await runBuiltCli(args, {
+    timeoutMs,
+    onStderr: (text, child) => {
+      if (!sent && /max\/mean/.test(text)) {
+        sent = true;
+        child.kill('SIGINT');
+      }
+    },
+  });
+  return { ...run, sigintSent: sent };
+}
+
 /** PIDs of live processes whose environment or arguments carry the demo run id. */
 export function demoProcesses(runId: string): number[] {
   const found: number[] = [];

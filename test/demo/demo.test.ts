@@ -12,7 +12,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PhaseResult } from '../../src/demo/phase-result.js';
 import { netfilterSupport } from '../../src/netfilter/index.js';
 import { launchChromium } from '../support/browser.js';
-import { accepts, cliPath, demoProcesses, eventually, netnsList, repoRoot, runBuiltCli } from './demo-helpers.js';
+import {
+  accepts,
+  cliPath,
+  demoProcesses,
+  eventually,
+  netnsList,
+  repoRoot,
+  runBuiltCli,
+  runDemoInterruptedWhenLive,
+} from './demo-helpers.js';
 
 interface DemoJson {
   readonly runId: string;
@@ -150,8 +159,7 @@ describe('evenlb demo', () => {
 
   it('stops everything on Ctrl-C mid-run and exits 130', async (ctx) => {
     if (!available.agent) ctx.skip();
-    let sent = false;
-    const interrupted = await runBuiltCli(
+    const interrupted = await runDemoInterruptedWhenLive(
       [
         'demo',
         '--duration',
@@ -163,18 +171,9 @@ describe('evenlb demo', () => {
         '--output',
         join(dir, 'x.html'),
       ],
-      {
-        timeoutMs: 30_000,
-        onStderr: (text, child) => {
-          // Interrupt once pods and clients are up (the first live line).
-          if (!sent && /max\/mean/.test(text)) {
-            sent = true;
-            child.kill('SIGINT');
-          }
-        },
-      },
+      30_000,
     );
-    expect(sent).toBe(true);
+    expect(interrupted.sigintSent).toBe(true);
     expect(interrupted.code, interrupted.stderr).toBe(130);
     const runId = /run ([0-9a-f]{8})/.exec(interrupted.stderr)?.[1];
     expect(runId).toBeDefined();
@@ -219,8 +218,7 @@ describe('evenlb demo', () => {
 
   it('--dataplane netfilter: Ctrl-C removes the namespace and every process in it', async (ctx) => {
     if (!netfilterSupport().ok) ctx.skip();
-    let sent = false;
-    const r = await runBuiltCli(
+    const r = await runDemoInterruptedWhenLive(
       [
         'demo',
         '--dataplane',
@@ -234,15 +232,7 @@ describe('evenlb demo', () => {
         '--output',
         join(dir, 'y.html'),
       ],
-      {
-        timeoutMs: 30_000,
-        onStderr: (text, child) => {
-          if (!sent && /max\/mean/.test(text)) {
-            sent = true;
-            child.kill('SIGINT');
-          }
-        },
-      },
+      30_000,
     );
     expect(r.code, r.stderr).toBe(130);
     const runId = /run ([0-9a-f]{8})/.exec(r.stderr)?.[1] as string;
