@@ -23,6 +23,20 @@ afterAll(async () => {
   await api.close();
 });
 
+/** The `web-a` slice of namespace `n` (ports http 8080 and admin 9901) listing `addresses`. */
+function webSlice(n: string, addresses: readonly string[]) {
+  return endpointSlice({
+    name: 'web-a',
+    namespace: n,
+    service: 'web',
+    ports: [
+      { name: 'http', port: 8080 },
+      { name: 'admin', port: 9901 },
+    ],
+    endpoints: addresses.map((address) => ({ address })),
+  });
+}
+
 function setup(): string {
   const n = `shared${++counter}`;
   api.applyService(
@@ -35,18 +49,7 @@ function setup(): string {
       ],
     }),
   );
-  api.applyEndpointSlice(
-    endpointSlice({
-      name: 'web-a',
-      namespace: n,
-      service: 'web',
-      ports: [
-        { name: 'http', port: 8080 },
-        { name: 'admin', port: 9901 },
-      ],
-      endpoints: [{ address: '10.0.0.1' }, { address: '10.0.0.2' }],
-    }),
-  );
+  api.applyEndpointSlice(webSlice(n, ['10.0.0.1', '10.0.0.2']));
   return n;
 }
 
@@ -70,18 +73,7 @@ describe('shared watch', () => {
     expect(api.requestsMatching({ verb: 'watch', resource: 'endpointslices', namespace: n })).toHaveLength(1);
 
     // One event reaches both, each with its own port.
-    api.applyEndpointSlice(
-      endpointSlice({
-        name: 'web-a',
-        namespace: n,
-        service: 'web',
-        ports: [
-          { name: 'http', port: 8080 },
-          { name: 'admin', port: 9901 },
-        ],
-        endpoints: [{ address: '10.0.0.2' }, { address: '10.0.0.3' }],
-      }),
-    );
+    api.applyEndpointSlice(webSlice(n, ['10.0.0.2', '10.0.0.3']));
     await waitForSnapshot(http, okWith('10.0.0.2:8080', '10.0.0.3:8080'));
     await waitForSnapshot(admin, okWith('10.0.0.2:9901', '10.0.0.3:9901'));
 
