@@ -36,6 +36,19 @@ async function follow(options: KubernetesSourceOptions): Promise<KubernetesEndpo
   return createKubernetesEndpointSource('k8s:///web.cfg:80', { ...FAST, ...options });
 }
 
+/**
+ * A source configured in-cluster: service-account directory `name` (token `sa-token`, CA
+ * `caPem`) and KUBERNETES_SERVICE_HOST/PORT pointing at the fake API server.
+ */
+async function followInCluster(name: string, caPem: string): Promise<{ sa: string; source: KubernetesEndpointSource }> {
+  const sa = join(dir, name);
+  execFileSync('mkdir', ['-p', sa]);
+  await writeFile(join(sa, 'token'), 'sa-token');
+  await writeFile(join(sa, 'ca.crt'), caPem);
+  const env = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(api.port) };
+  return { sa, source: await follow({ serviceAccountDir: sa, env }) };
+}
+
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'evenlb-kubecfg-'));
   const tls = selfSigned('kube-apiserver');
@@ -60,12 +73,7 @@ afterAll(async () => {
 
 describe('in-cluster', () => {
   it('uses the service-account token and CA with KUBERNETES_SERVICE_HOST/PORT, re-reading a rotated token', async () => {
-    const sa = join(dir, 'serviceaccount');
-    execFileSync('mkdir', ['-p', sa]);
-    await writeFile(join(sa, 'token'), 'sa-token');
-    await writeFile(join(sa, 'ca.crt'), ca);
-    const env = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(api.port) };
-    const source = await follow({ serviceAccountDir: sa, env });
+    const { sa, source } = await followInCluster('serviceaccount', ca);
     try {
       expect(source.connection).toBe(`in-cluster API server https://127.0.0.1:${api.port}`);
       await waitForSnapshot(source, okWith('10.0.0.1:8080'));
@@ -92,12 +100,7 @@ describe('in-cluster', () => {
   });
 
   it('refuses a server certificate the CA does not vouch for', async () => {
-    const sa = join(dir, 'serviceaccount-wrong-ca');
-    execFileSync('mkdir', ['-p', sa]);
-    await writeFile(join(sa, 'token'), 'sa-token');
-    await writeFile(join(sa, 'ca.crt'), otherCa);
-    const env = { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(api.port) };
-    const source = await follow({ serviceAccountDir: sa, env });
+    const { source } = await followInCluster('serviceaccount-wrong-ca', otherCa);
     try {
       const s = await waitForSnapshot(source, (x) => x.status.state === 'degraded');
       if (s.status.state !== 'degraded') throw new Error('unreachable');
