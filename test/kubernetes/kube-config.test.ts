@@ -36,6 +36,17 @@ async function follow(options: KubernetesSourceOptions): Promise<KubernetesEndpo
   return createKubernetesEndpointSource('k8s:///web.cfg:80', { ...FAST, ...options });
 }
 
+/** The `web-a` slice of Service `web.cfg` (port 8080) listing `addresses`. */
+function webSlice(...addresses: string[]) {
+  return endpointSlice({
+    name: 'web-a',
+    namespace: 'cfg',
+    service: 'web',
+    ports: [{ port: 8080 }],
+    endpoints: addresses.map((address) => ({ address })),
+  });
+}
+
 /**
  * A source configured in-cluster: service-account directory `name` (token `sa-token`, CA
  * `caPem`) and KUBERNETES_SERVICE_HOST/PORT pointing at the fake API server.
@@ -56,15 +67,7 @@ beforeAll(async () => {
   otherCa = selfSigned('someone-else').cert;
   api = await FakeKubeApiServer.start({ tls, token: 'sa-token' });
   api.applyService(service({ name: 'web', namespace: 'cfg', ports: [{ port: 80, targetPort: 8080 }] }));
-  api.applyEndpointSlice(
-    endpointSlice({
-      name: 'web-a',
-      namespace: 'cfg',
-      service: 'web',
-      ports: [{ port: 8080 }],
-      endpoints: [{ address: '10.0.0.1' }],
-    }),
-  );
+  api.applyEndpointSlice(webSlice('10.0.0.1'));
 });
 afterAll(async () => {
   await api.close();
@@ -82,15 +85,7 @@ describe('in-cluster', () => {
       await writeFile(join(sa, 'token'), 'sa-token-2');
       api.setToken('sa-token-2');
       api.dropWatches();
-      api.applyEndpointSlice(
-        endpointSlice({
-          name: 'web-a',
-          namespace: 'cfg',
-          service: 'web',
-          ports: [{ port: 8080 }],
-          endpoints: [{ address: '10.0.0.1' }, { address: '10.0.0.2' }],
-        }),
-      );
+      api.applyEndpointSlice(webSlice('10.0.0.1', '10.0.0.2'));
       await waitForSnapshot(source, okWith('10.0.0.1:8080', '10.0.0.2:8080'));
       expect(api.requests.at(-1)?.token).toBe('sa-token-2');
     } finally {
@@ -132,15 +127,7 @@ describe('kubeconfig', () => {
   let kubeconfig: string;
 
   beforeAll(async () => {
-    api.applyEndpointSlice(
-      endpointSlice({
-        name: 'web-a',
-        namespace: 'cfg',
-        service: 'web',
-        ports: [{ port: 8080 }],
-        endpoints: [{ address: '10.0.0.3' }],
-      }),
-    );
+    api.applyEndpointSlice(webSlice('10.0.0.3'));
     kubeconfig = join(dir, 'config');
     await writeFile(
       kubeconfig,
@@ -189,15 +176,7 @@ describe('kubeconfig', () => {
   it('accepts a plain-HTTP server (kubectl proxy) without insecure-skip-tls-verify', async () => {
     const plain = await FakeKubeApiServer.start({ token: 'proxy-token' });
     plain.applyService(service({ name: 'web', namespace: 'cfg', ports: [{ port: 80, targetPort: 8080 }] }));
-    plain.applyEndpointSlice(
-      endpointSlice({
-        name: 'web-a',
-        namespace: 'cfg',
-        service: 'web',
-        ports: [{ port: 8080 }],
-        endpoints: [{ address: '10.0.0.4' }],
-      }),
-    );
+    plain.applyEndpointSlice(webSlice('10.0.0.4'));
     const file = join(dir, 'plain-config');
     await writeFile(file, plain.kubeconfigYaml());
     const source = await follow({ kubeconfig: file, env: {} });
