@@ -11,7 +11,7 @@ import type { Clock } from '../core/clock.js';
 import type { EndpointInput } from '../core/endpoint.js';
 import { cliScript } from './child-scripts.js';
 import { DemoChild } from './demo-child.js';
-import { PartMissingError, type PhaseDataplane } from './run-phase.js';
+import type { PhaseDataplane } from './run-phase.js';
 
 /** Clients with their own BalancedAgent; `roundTrip: false` is the legacy pinned mode. */
 export function agentDataplane(roundTrip: boolean, podArgs?: readonly string[]): PhaseDataplane {
@@ -38,7 +38,24 @@ export function freePort(host: string): Promise<number> {
   });
 }
 
-/** Resolves once `host:port` accepts a TCP connection; rejects after `timeoutMs`. */
+/** Resolves once the exited child's stderr has been read to its end (at most 1 s), so its tail is complete. */
+function stderrClosed(child: DemoChild, clock: Clock): Promise<void> {
+  const stderr = child.process.stderr;
+  if (stderr === null || stderr.closed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = clock.setTimeout(resolve, 1000);
+    stderr.once('close', () => {
+      timer.cancel();
+      resolve();
+    });
+  });
+}
+
+/**
+ * Resolves once `host:port` accepts a TCP connection. Rejects when `child` exits first or after
+ * `timeoutMs`, with the child's stderr tail in the message, so a phase whose proxy cannot start
+ * fails and says why.
+ */
 export async function waitForListener(
   host: string,
   port: number,
@@ -57,8 +74,14 @@ export async function waitForListener(
       socket.once('error', () => resolve(false));
     });
     if (ok) return;
-    if (child?.hasExited) throw new Error(`${child.name} exited before listening:\n${child.stderrTail}`);
-    if (clock.now() > deadline) throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms`);
+    if (child?.hasExited) {
+      await stderrClosed(child, clock);
+      throw new Error(`${child.name} exited before listening:\n${child.stderrTail}`);
+    }
+    if (clock.now() > deadline) {
+      const tail = child === undefined || child.stderrTail === '' ? '' : `; ${child.name} stderr:\n${child.stderrTail}`;
+      throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms${tail}`);
+    }
     await new Promise<void>((resolve) => clock.setTimeout(resolve, 50));
   }
 }
@@ -95,14 +118,7 @@ export function proxyDataplane(dir: string, clock: Clock): PhaseDataplane {
         '--admin',
         `${PROXY_HOST}:${adminPort}`,
       ]);
-      try {
-        await waitForListener(PROXY_HOST, port, clock, 10_000, proxy);
-      } catch (err) {
-        const missing = /[^\n]*not available in this build[^\n]*/.exec(proxy.stderrTail);
-        if (missing !== null)
-          throw new PartMissingError(`evenlb proxy with a file:/// upstream not available (${missing[0].trim()})`);
-        throw err;
-      }
+      await waitForListener(PROXY_HOST, port, clock, 10_000, proxy);
       url = `http://${PROXY_HOST}:${port}/`;
     },
     publish: write,

@@ -37,7 +37,7 @@ function pct(x: number | undefined): string {
 function phaseSection(r: PhaseResult, index: number): string {
   const head = `<h2>${escapeHtml(r.title)}</h2><p>${escapeHtml(r.explanation)}</p>`;
   if (r.status !== 'ok') {
-    return `<section class="phase">${head}<p class="skipped">${escapeHtml(r.status)}: ${escapeHtml(r.reason)}</p></section>`;
+    return `<section class="phase">${head}<p class="failed">${escapeHtml(r.status)}: ${escapeHtml(r.reason)}</p></section>`;
   }
   const rows = r.pods
     .map(
@@ -118,7 +118,7 @@ export function renderHtmlReport(data: DemoReportData): string {
 body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#222}
 h1{margin-bottom:.2rem} .meta{color:#666;margin-top:0}
 section.phase{border-top:1px solid #ddd;margin-top:2rem;padding-top:.5rem}
-.chart{position:relative;height:320px} .via{color:#555;font-style:italic} .skipped{color:#a40;font-weight:bold}
+.chart{position:relative;height:320px} .via{color:#555;font-style:italic} .failed{color:#a40;font-weight:bold}
 table{border-collapse:collapse;margin-top:1rem;font-size:.9rem} th,td{padding:.2rem .6rem;border-bottom:1px solid #eee;text-align:right}
 th:first-child,td:first-child,th:nth-child(2),td:nth-child(2),th:nth-child(3),td:nth-child(3){text-align:left}
 </style></head><body>

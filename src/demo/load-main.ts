@@ -8,12 +8,12 @@
  * connection. It reports successes and failures every 200 ms as JSON lines on stdout.
  */
 import { Client, type Dispatcher, request } from 'undici';
+import { BalancedAgent } from '../client/balanced-agent.js';
 import { systemClock } from '../core/clock.js';
 import type { EndpointInput } from '../core/endpoint.js';
 import { SeededRandom } from '../core/random.js';
 import { StaticEndpointSource } from '../discovery/static-endpoint-source.js';
 import { listenToParent, sendToParent } from './child-channel.js';
-import { loadAgentFactory } from './optional-parts.js';
 import { DEMO_SERVICE_HOST, DEMO_SERVICE_PORT, type LoadStart } from './protocol.js';
 
 const REPORT_INTERVAL_MS = 200;
@@ -73,15 +73,13 @@ async function start(config: LoadStart): Promise<void> {
   const intervalMs = 1000 / config.ratePerClient;
   let url: string;
   if (config.mode.kind === 'agent') {
-    const factory = await loadAgentFactory();
-    if (factory === undefined) throw new Error('BalancedAgent is not available in this build');
     url = `http://${DEMO_SERVICE_HOST}:${DEMO_SERVICE_PORT}/`;
     for (let i = 0; i < config.clients; i++) {
       // Every client has its own discovery watch and agent, like separate caller replicas.
       const source = new StaticEndpointSource(config.mode.endpoints, 'demo-endpoints');
       sources.push(source);
       dispatchers.push(
-        factory({
+        new BalancedAgent({
           routes: { [`${DEMO_SERVICE_HOST}:${DEMO_SERVICE_PORT}`]: source },
           random: random.fork(),
           ...(config.mode.roundTrip ? {} : { featureGates: 'RoundTripLoadBalancing=false' }),

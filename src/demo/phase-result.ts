@@ -40,7 +40,6 @@ interface PhaseCommon {
 }
 
 export type PhaseResult =
-  | (PhaseCommon & { readonly status: 'skipped'; readonly reason: string })
   | (PhaseCommon & { readonly status: 'failed'; readonly reason: string })
   | (PhaseCommon & {
       readonly status: 'ok';

@@ -14,8 +14,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import { systemClock } from '../core/clock.js';
 import { SeededRandom } from '../core/random.js';
+import { recycleConnections } from '../server/recycle-connections.js';
 import { listenToParent, sendToParent } from './child-channel.js';
-import { loadRecycler } from './optional-parts.js';
 
 const STATS_INTERVAL_MS = 100;
 
@@ -65,9 +65,7 @@ async function main(): Promise<void> {
   const maxRequests = values['recycle-max-requests'];
   const maxAge = values['recycle-max-age-ms'];
   if (maxRequests !== undefined || maxAge !== undefined) {
-    const recycler = await loadRecycler();
-    if (recycler === undefined) throw new Error('the connection recycler (evenlb/server) is not available');
-    recycler(server, {
+    recycleConnections(server, {
       ...(maxRequests === undefined ? {} : { maxRequestsPerConnection: Number(maxRequests) }),
       ...(maxAge === undefined ? {} : { maxConnectionAgeMs: Number(maxAge) }),
       ...(values['recycle-grace-ms'] === undefined ? {} : { graceMs: Number(values['recycle-grace-ms']) }),

@@ -1,23 +1,26 @@
 /**
- * `evenlb demo` end to end: check which parts of evenlb this build has, run the chosen phases
- * one after another on real processes, print the live line and the tables, write the HTML
- * report (and `--json` results). Ctrl-C aborts the running phase, stops every child process,
- * removes the namespace and the temporary files, and exits 130.
+ * `evenlb demo` end to end: run the chosen phases one after another on real processes, print the
+ * live line and the tables, write the HTML report (and `--json` results). A phase that cannot
+ * start or breaks is reported as failed, with the reason. Ctrl-C aborts the running phase, stops
+ * every child process, removes the namespace and the temporary files, and exits 130.
  */
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Clock, systemClock } from '../core/clock.js';
-import { cliScript } from './child-scripts.js';
 import { agentDataplane, proxyDataplane } from './dataplanes.js';
 import { killAllChildren } from './demo-child.js';
 import type { DemoOptions } from './demo-options.js';
 import { type DemoReportData, renderHtmlReport } from './html-report.js';
-import { type NetfilterApi, netfilterDataplane, SERVICE_PORT, SERVICE_VIP } from './netfilter-dataplane.js';
-import { loadAgentFactory, loadRecycler } from './optional-parts.js';
+import {
+  type NetfilterApi,
+  netfilterApi,
+  netfilterDataplane,
+  SERVICE_PORT,
+  SERVICE_VIP,
+} from './netfilter-dataplane.js';
 import type { PhaseResult } from './phase-result.js';
 import { PHASES, type PhaseId } from './phases.js';
 import { ProgressLine } from './progress-line.js';
@@ -34,7 +37,7 @@ export interface DemoIo {
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WritableStream & { isTTY?: boolean };
   readonly clock?: Clock;
-  /** The netfilter implementation, when this build has one. */
+  /** The network namespace implementation (default: evenlb's `KubeProxyNamespace`). */
   readonly netfilter?: NetfilterApi;
 }
 
@@ -44,21 +47,10 @@ export interface DemoOutcome {
   readonly runId: string;
 }
 
-type Availability = { readonly ok: true } | { readonly ok: false; readonly reason: string };
-
-function proxyCommandAvailable(): boolean {
-  try {
-    // The CLI's own command list says whether this build has `evenlb proxy`.
-    const r = spawnSync(process.execPath, [cliScript(), '--help'], { encoding: 'utf8', timeout: 30_000 });
-    return /^\s+proxy \[options\]/m.test(r.stdout ?? '');
-  } catch {
-    return false;
-  }
-}
-
 /** Runs the demo. Usage problems (netfilter without root) return exit code 2 before anything starts. */
 export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOutcome> {
   const clock = io.clock ?? systemClock;
+  const netfilter = io.netfilter ?? netfilterApi;
   const runId = randomUUID().slice(0, 8);
   const say = (text: string): void => {
     io.stderr.write(`${text}\n`);
@@ -66,8 +58,7 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
 
   const netfilterPhases = options.phases.filter((p) => p === 'pinned' || p === 'recycler');
   if (options.dataplane === 'netfilter' && netfilterPhases.length > 0) {
-    const missing =
-      io.netfilter === undefined ? 'this build has no netfilter support (KubeProxyNamespace)' : io.netfilter.support();
+    const missing = netfilter.support();
     if (missing !== undefined) {
       say(
         `evenlb demo: --dataplane netfilter needs Linux, root (CAP_NET_ADMIN and CAP_SYS_ADMIN, e.g. sudo), ` +
@@ -103,28 +94,11 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
   const results: PhaseResult[] = [];
   let aborted = false;
   try {
-    const agent = await loadAgentFactory();
-    const recycler = await loadRecycler();
-    const availability = (id: PhaseId): Availability => {
-      switch (id) {
-        case 'pinned':
-          if (options.dataplane === 'netfilter') return { ok: true };
-          return agent ? { ok: true } : { ok: false, reason: 'BalancedAgent not available' };
-        case 'client':
-          return agent ? { ok: true } : { ok: false, reason: 'BalancedAgent not available' };
-        case 'proxy':
-          return proxyCommandAvailable() ? { ok: true } : { ok: false, reason: 'evenlb proxy not available' };
-        case 'recycler':
-          if (!recycler) return { ok: false, reason: 'connection recycler (evenlb/server) not available' };
-          if (options.dataplane === 'netfilter') return { ok: true };
-          return agent ? { ok: true } : { ok: false, reason: 'BalancedAgent not available (for the pinned clients)' };
-      }
-    };
     const makeDataplane = async (id: PhaseId): Promise<PhaseDataplane> => {
       switch (id) {
         case 'pinned':
-          if (options.dataplane === 'netfilter' && io.netfilter !== undefined) {
-            return netfilterDataplane(await io.netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT }));
+          if (options.dataplane === 'netfilter') {
+            return netfilterDataplane(await netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT }));
           }
           return agentDataplane(false);
         case 'client':
@@ -132,8 +106,8 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
         case 'proxy':
           return proxyDataplane(tmp, clock);
         case 'recycler':
-          if (options.dataplane === 'netfilter' && io.netfilter !== undefined) {
-            const ns = await io.netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT });
+          if (options.dataplane === 'netfilter') {
+            const ns = await netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT });
             return netfilterDataplane(ns, RECYCLE_ARGS);
           }
           return agentDataplane(false, RECYCLE_ARGS);
@@ -146,18 +120,6 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
     );
     for (const id of options.phases) {
       const info = PHASES[id];
-      const available = availability(id);
-      if (!available.ok) {
-        results.push({
-          id,
-          title: info.title,
-          explanation: info.explanation,
-          status: 'skipped',
-          reason: available.reason,
-        });
-        progress.note(`  ${id.padEnd(8)} skipped: ${available.reason}`);
-        continue;
-      }
       let result: PhaseResult;
       try {
         const dataplane = await makeDataplane(id);

@@ -77,9 +77,6 @@ const RESTART_SPAN = 0.3;
 
 class Aborted extends Error {}
 
-/** Thrown by a dataplane when the part of evenlb it needs turns out to be missing from this build. */
-export class PartMissingError extends Error {}
-
 function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(new Aborted());
@@ -314,7 +311,6 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
     };
   } catch (err) {
     if (err instanceof Aborted) throw err;
-    if (err instanceof PartMissingError) return { ...base, status: 'skipped', reason: err.message };
     return { ...base, status: 'failed', reason: err instanceof Error ? err.message : String(err) };
   } finally {
     sampler?.cancel();
