@@ -4,7 +4,7 @@ import { parseDemoOptions } from './demo-options.js';
 import { renderHtmlReport } from './html-report.js';
 import { windowImbalance, windowShares } from './phase-result.js';
 import { PHASES } from './phases.js';
-import { renderSummary } from './text-report.js';
+import { renderPhase, renderSummary } from './text-report.js';
 
 describe('phase windows', () => {
   const from = new Map([
@@ -70,24 +70,36 @@ describe('demo options', () => {
 });
 
 describe('reports', () => {
-  const skipped = { ...PHASES.proxy, status: 'skipped' as const, reason: 'evenlb proxy not available' };
+  const failed = {
+    ...PHASES.proxy,
+    status: 'failed' as const,
+    reason: 'evenlb proxy exited before listening:\nError: listen EADDRINUSE <127.0.2.1:80>',
+  };
 
-  it('the summary names a skipped phase and why, with no figures', () => {
-    const text = renderSummary([skipped]);
-    expect(text).toMatch(/proxy: skipped: evenlb proxy not available/);
+  it('the summary names a failed phase and why, with no figures', () => {
+    const text = renderSummary([failed]);
+    expect(text).toMatch(/^proxy\s+-\s+-\s+-\s+-\s+-$/m);
+    expect(text).toMatch(/proxy: failed: evenlb proxy exited before listening/);
+    expect(text).toContain('EADDRINUSE');
     expect(text).not.toMatch(/[0-9]\.[0-9]{2}/);
   });
 
-  it('the HTML page inlines chart.js and keeps data from closing its script element', () => {
+  it('the phase table of a failed phase carries the reason', () => {
+    expect(renderPhase(failed)).toBe(`== ${PHASES.proxy.title} ==\n  failed: ${failed.reason}`);
+  });
+
+  it('the HTML page inlines chart.js, keeps data from closing its script element, escapes the reason', () => {
     const html = renderHtmlReport({
       generatedAt: '2026-01-01T00:00:00Z',
       options: { note: '</script><b>' },
       totalMs: 1,
-      phases: [skipped],
+      phases: [failed],
     });
     expect(html).not.toMatch(/<script[^>]+src=/);
     expect(html).toContain('Chart');
     expect(html.match(/<\/script>/g)?.length).toBe(3);
-    expect(html).toContain('skipped: evenlb proxy not available');
+    expect(html).toContain('<p class="failed">failed: evenlb proxy exited before listening:');
+    expect(html).toContain('&#60;127.0.2.1:80&#62;');
+    expect(html).not.toContain('<canvas id=');
   });
 });

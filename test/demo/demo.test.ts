@@ -1,15 +1,14 @@
 /**
  * `evenlb demo` end to end, on the built CLI: real pods, clients and proxy as child processes.
- * The pinned phase must show the problem, the evenlb client and proxy phases its cure, every
- * phase whose part this build has must run (a missing part is reported as skipped, never faked),
- * the HTML report must draw every chart in Chromium, and nothing may be left behind — after a
+ * The pinned phase must show the problem, the evenlb client and proxy phases its cure, all four
+ * phases must run to completion, the HTML report must draw every chart in Chromium, and nothing may be left behind — after a
  * normal run and after Ctrl-C mid-run.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PhaseResult } from '../../src/demo/phase-result.js';
+import type { CompletedPhase, PhaseResult } from '../../src/demo/phase-result.js';
 import { netfilterSupport } from '../../src/netfilter/index.js';
 import { launchChromium } from '../support/browser.js';
 import {
@@ -18,7 +17,6 @@ import {
   demoProcesses,
   eventually,
   netnsList,
-  repoRoot,
   runBuiltCli,
   runDemoInterruptedWhenLive,
 } from './demo-helpers.js';
@@ -34,16 +32,9 @@ const jsonPath = join(dir, 'demo.json');
 const htmlPath = join(dir, 'demo-report.html');
 let run: Awaited<ReturnType<typeof runBuiltCli>>;
 let results: DemoJson;
-const available = { agent: false, proxy: false, recycler: false };
 
 beforeAll(async () => {
   if (!existsSync(cliPath)) throw new Error('build first: npx tsup');
-  const main = (await import(join(repoRoot, 'dist', 'index.js'))) as Record<string, unknown>;
-  available.agent = typeof main.BalancedAgent === 'function';
-  const server = (await import(join(repoRoot, 'dist', 'server', 'index.js'))) as Record<string, unknown>;
-  available.recycler = typeof server.recycleConnections === 'function';
-  const help = await runBuiltCli(['--help'], { timeoutMs: 10_000 });
-  available.proxy = /^\s+proxy \[options\]/m.test(help.stdout);
   run = await runBuiltCli(
     ['demo', '--duration', '8s', '--seed', '7', '--json', jsonPath, '--output', htmlPath, '--progress', 'plain'],
     { timeoutMs: 90_000 },
@@ -71,50 +62,41 @@ const CANVAS_PIXELS = `[...document.querySelectorAll('canvas')].map((c) => {
   return { id: c.id, painted, colours: colours.size };
 })`;
 
+const PHASE_IDS = ['pinned', 'client', 'proxy', 'recycler'] as const;
+
 function phase(id: string): PhaseResult {
   const p = results.phases.find((x) => x.id === id);
   if (p === undefined) throw new Error(`phase ${id} missing from the results`);
   return p;
 }
 
+/** The phase's figures; fails the test when the phase did not complete. */
+function completed(id: string): CompletedPhase {
+  const p = phase(id);
+  if (p.status !== 'ok') throw new Error(`phase ${id} ${p.status}: ${p.reason}`);
+  return p;
+}
+
 describe('evenlb demo', () => {
   it('exits 0 and prints a table per phase and a summary', () => {
     expect(run.code, run.stderr).toBe(0);
-    for (const id of ['pinned', 'client', 'proxy', 'recycler'])
-      expect(run.stdout).toContain(`== ${phase(id).title} ==`);
+    for (const id of PHASE_IDS) expect(run.stdout).toContain(`== ${phase(id).title} ==`);
     expect(run.stdout).toMatch(/phase\s+max\/mean\s+CoV/);
     expect(run.stderr).toMatch(/pinned .*max\/mean [0-9.]+/);
   });
 
-  it('runs every phase whose part this build has, and says which part is missing otherwise', () => {
-    const needs: Record<string, boolean> = {
-      pinned: available.agent,
-      client: available.agent,
-      proxy: available.proxy,
-      recycler: available.recycler && available.agent,
-    };
-    for (const [id, has] of Object.entries(needs)) {
-      const p = phase(id);
-      // The proxy may be built before its file:/// upstream: then the phase must say so.
-      const fileMissing =
-        id === 'proxy' && p.status === 'skipped' && /file:\/\/\/ upstream not available/.test(p.reason);
-      if (has && !fileMissing) expect(p.status, `${id}: ${p.status !== 'ok' ? p.reason : ''}`).toBe('ok');
-      else {
-        expect(p.status).toBe('skipped');
-        if (p.status === 'skipped') expect(p.reason).toMatch(/not available/);
-      }
-    }
+  it('runs all four phases, in order, each to completion', () => {
+    expect(results.phases.map((p) => p.id)).toEqual([...PHASE_IDS]);
+    for (const p of results.phases) expect(p.status, `${p.id}: ${p.status !== 'ok' ? p.reason : ''}`).toBe('ok');
   });
 
   it('pinned: uneven, or the new pod starved after the scale-out', () => {
-    const p = phase('pinned');
-    if (p.status !== 'ok') return;
+    const p = completed('pinned');
     expect(p.maxOverMean >= 1.3 || p.newPodShareOfFair <= 0.05, JSON.stringify(p.pods)).toBe(true);
   });
 
   it.each(['client', 'proxy'])('%s: even, the new pod gets its share, no request fails', (id) => {
-    const p = phase(id);
-    if (p.status !== 'ok') return;
+    const p = completed(id);
     expect(p.maxOverMean).toBeLessThanOrEqual(1.1);
     expect(p.newPodShareOfFair).toBeGreaterThanOrEqual(0.8);
     expect(p.failedRequests, JSON.stringify(p.errorsByCode)).toBe(0);
@@ -123,9 +105,8 @@ describe('evenlb demo', () => {
 
   it('leaves no process and no listener behind', async () => {
     expect(await eventually(() => demoProcesses(results.runId).length === 0, 5000)).toBe(true);
-    for (const p of results.phases) {
-      if (p.status !== 'ok') continue;
-      for (const pod of p.pods)
+    for (const id of PHASE_IDS) {
+      for (const pod of completed(id).pods)
         expect(await accepts(pod.address, pod.port), `${pod.name} ${pod.address}:${pod.port}`).toBe(false);
     }
   });
@@ -144,8 +125,7 @@ describe('evenlb demo', () => {
       await page.waitForFunction("document.body.dataset.chartsDrawn === 'true'", undefined, { timeout: 10_000 });
       await page.screenshot({ path: join(dir, 'report.png'), fullPage: true });
       const canvases = (await page.evaluate(CANVAS_PIXELS)) as { id: string; painted: number; colours: number }[];
-      const okPhases = results.phases.filter((p) => p.status === 'ok').length;
-      expect(canvases).toHaveLength(okPhases);
+      expect(canvases).toHaveLength(PHASE_IDS.length);
       for (const c of canvases) {
         // Axes, labels and one coloured line per pod: many painted pixels in many colours.
         expect(c.painted, c.id).toBeGreaterThan(2000);
@@ -157,8 +137,7 @@ describe('evenlb demo', () => {
     }
   }, 60_000);
 
-  it('stops everything on Ctrl-C mid-run and exits 130', async (ctx) => {
-    if (!available.agent) ctx.skip();
+  it('stops everything on Ctrl-C mid-run and exits 130', async () => {
     const interrupted = await runDemoInterruptedWhenLive(
       [
         'demo',
