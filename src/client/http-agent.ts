@@ -66,6 +66,12 @@ const httpAgentSpec = {
   agentOptions: opt.custom<http.AgentOptions, { optional: true }>('http.Agent options', isObject, { optional: true }),
 };
 
+/** Agent methods Node has at run time that @types/node leaves out. */
+interface AgentInternals {
+  addRequest(this: http.Agent, req: http.ClientRequest, options: object): void;
+  createConnection(this: http.Agent, options: object): Socket;
+}
+
 interface RouteMeta {
   readonly cluster: Cluster;
   /** The Service host name (TLS server name). */
@@ -174,8 +180,8 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
         failRequest(req, err as Error);
         return;
       }
-      // biome-ignore lint/suspicious/noExplicitAny: Node's Agent#addRequest is untyped in @types/node.
-      const superAdd = (opts: object) => (Base.prototype as any).addRequest.call(this, req, opts);
+      // Node's Agent#addRequest exists at run time but is not in @types/node.
+      const superAdd = (opts: object) => (Base.prototype as unknown as AgentInternals).addRequest.call(this, req, opts);
       if (cluster === undefined) {
         superAdd(options);
         return;
@@ -226,8 +232,9 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
       callback?: (err: Error | null, s: Duplex) => void,
     ): Duplex {
       const meta = options[kMeta];
-      // biome-ignore lint/suspicious/noExplicitAny: Node's Agent#createConnection is untyped for https.
-      const baseCreate = (opts: object): Socket => (Base.prototype as any).createConnection.call(this, opts);
+      // https.Agent#createConnection exists at run time but is not in @types/node.
+      const baseCreate = (opts: object): Socket =>
+        (Base.prototype as unknown as AgentInternals).createConnection.call(this, opts);
       if (meta === undefined) return baseCreate(options);
       const cluster = meta.cluster;
       let endpoint: Endpoint | undefined;

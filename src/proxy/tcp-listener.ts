@@ -10,6 +10,7 @@
 import net, { type Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { hashKey, type PickContext } from '../balancing/picker.js';
+import { createRandom, type Random } from '../core/random.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { ListenerConfig } from './config-schema.js';
 import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
@@ -19,12 +20,14 @@ export interface TcpListenerDeps {
   readonly cluster: () => ProxyCluster | undefined;
   readonly metrics: ProxyMetrics;
   readonly logger: Logger;
-  readonly random?: () => number;
+  /** Draws each connection's age jitter; seeded in tests, `createRandom()` otherwise. */
+  readonly random?: Random;
 }
 
 export class TcpListener {
   readonly config: ListenerConfig;
   readonly #deps: TcpListenerDeps;
+  readonly #random: Random;
   readonly #server: net.Server;
   readonly #sockets: ListenerSockets;
   #closing: Promise<void> | undefined;
@@ -32,6 +35,7 @@ export class TcpListener {
   constructor(config: ListenerConfig, deps: TcpListenerDeps) {
     this.config = config;
     this.#deps = deps;
+    this.#random = deps.random ?? createRandom();
     this.#sockets = new ListenerSockets(config.name, deps.metrics);
     this.#server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.#onConnection(socket));
     if (config.limits.maxConnections > 0) this.#server.maxConnections = config.limits.maxConnections;
@@ -90,7 +94,7 @@ export class TcpListener {
       client.resume();
       const age = this.config.maxConnectionAgeMs;
       if (age !== undefined) {
-        const rnd = this.#deps.random?.() ?? Math.random();
+        const rnd = this.#random.next();
         const t = setTimeout(
           () => {
             // Half-close both ways: the client sees EOF and reconnects through the balancer.
