@@ -1,0 +1,321 @@
+/**
+ * Strict HTTP/1.1 message-head parsing for the proxy's HTTP/1.1 data path (RFC 9112). One call
+ * parses a complete head from a buffer and decides the message's framing; anything a
+ * request-smuggling attack relies on is refused rather than repaired:
+ *
+ * - lines end in CRLF; a bare CR or LF, any control character in a value, or whitespace
+ *   before the colon or at the start of a line (obsolete line folding) → 400;
+ * - `Content-Length` is one run of digits and appears once; `Transfer-Encoding` is exactly
+ *   `chunked` and appears once; both together → 400;
+ * - an HTTP/1.1 request needs exactly one `Host`;
+ * - a head longer than `maxHeaderBytes` or with more than `maxHeaderCount` fields → 431.
+ *
+ * Header fields come back as a flat `[name, value, ...]` list (the shape of Node's
+ * `rawHeaders`), values trimmed of surrounding whitespace, bytes decoded as latin1 so they
+ * pass through unchanged.
+ */
+
+/** A request head that parsed. */
+export interface RequestHead {
+  readonly method: string;
+  readonly target: string;
+  /** 1 for HTTP/1.1, 0 for HTTP/1.0. */
+  readonly minor: number;
+  readonly headers: string[];
+  readonly host: string | undefined;
+  /** Body length from `Content-Length`; -1 when there is none. */
+  readonly contentLength: number;
+  readonly chunked: boolean;
+  /** `Connection: close` (or HTTP/1.0 without `keep-alive`). */
+  readonly close: boolean;
+  /** An `Upgrade` field is present. */
+  readonly upgrade: boolean;
+  /** An `Expect` field is present. */
+  readonly expect: boolean;
+  /** Bytes the head took, including the blank line (and any leading empty lines). */
+  readonly length: number;
+}
+
+/** A response head that parsed. */
+export interface ResponseHead {
+  readonly status: number;
+  readonly statusText: string;
+  readonly headers: string[];
+  readonly contentLength: number;
+  /** The message is chunked (the last transfer coding is `chunked`). */
+  readonly chunked: boolean;
+  /** The `Transfer-Encoding` value as sent, when there is one. */
+  readonly transferEncoding: string | undefined;
+  /** The server will close the connection after this response. */
+  readonly close: boolean;
+  /** `Keep-Alive: timeout=N` from the server, in ms; undefined when absent. */
+  readonly keepAliveMs: number | undefined;
+  readonly length: number;
+}
+
+/** Why a head was refused: 400 (malformed) or 431 (too large). */
+export interface HeadError {
+  readonly error: 400 | 431;
+  readonly reason: string;
+}
+
+const CRLFCRLF = Buffer.from('\r\n\r\n');
+const LFLF = Buffer.from('\n\n');
+
+/** tchar (RFC 9110 §5.6.2). */
+const TOKEN = new Uint8Array(256);
+for (const c of "!#$%&'*+-.^_`|~") TOKEN[c.charCodeAt(0)] = 1;
+for (let c = 48; c <= 57; c++) TOKEN[c] = 1;
+for (let c = 65; c <= 90; c++) TOKEN[c] = 1;
+for (let c = 97; c <= 122; c++) TOKEN[c] = 1;
+
+/** field-vchar, SP, HTAB and obs-text: everything but the other control characters and DEL. */
+const VALUE = new Uint8Array(256).fill(1);
+for (let c = 0; c < 32; c++) VALUE[c] = 0;
+VALUE[9] = 1;
+VALUE[127] = 0;
+
+const BAD_REQUEST = Object.freeze({ error: 400, reason: 'bad-request' }) as HeadError;
+const TOO_LARGE = Object.freeze({ error: 431, reason: 'header-too-large' }) as HeadError;
+const TOO_MANY = Object.freeze({ error: 431, reason: 'too-many-headers' }) as HeadError;
+
+function isToken(s: string, from: number, to: number): boolean {
+  if (from >= to) return false;
+  for (let i = from; i < to; i++) if (TOKEN[s.charCodeAt(i)] !== 1) return false;
+  return true;
+}
+
+function isDigits(s: string): boolean {
+  if (s.length === 0 || s.length > 15) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+/** `Connection` tokens: bit 1 = close, bit 2 = keep-alive. */
+function connectionFlags(value: string): number {
+  let flags = 0;
+  for (const part of value.split(',')) {
+    const t = part.trim().toLowerCase();
+    if (t === 'close') flags |= 1;
+    else if (t === 'keep-alive') flags |= 2;
+  }
+  return flags;
+}
+
+/** Where the head ends (index of its blank line), or -1 / a HeadError when there is none yet. */
+function headEnd(buf: Buffer, start: number, maxBytes: number): number | HeadError {
+  const end = buf.indexOf(CRLFCRLF, start);
+  if (end < 0) {
+    // The blank line does not count toward the limit: up to 3 of its bytes may be here.
+    if (buf.length - start > maxBytes + 3) return TOO_LARGE;
+    // A head ended by bare LFs would otherwise wait for its timeout.
+    if (buf.indexOf(LFLF, start) >= 0) return BAD_REQUEST;
+    return -1;
+  }
+  if (end - start > maxBytes) return TOO_LARGE;
+  return end;
+}
+
+/**
+ * Parses header lines `s[from..s.length)` into `out`; returns a bitmask of problems: 0 = fine,
+ * 1 = malformed, 2 = too many.
+ */
+function parseFields(s: string, from: number, maxCount: number, out: string[]): number {
+  let pos = from;
+  const len = s.length;
+  let count = 0;
+  while (pos < len) {
+    let eol = s.indexOf('\r\n', pos);
+    if (eol < 0) eol = len;
+    const colon = s.indexOf(':', pos);
+    if (colon < 0 || colon >= eol || !isToken(s, pos, colon)) return 1;
+    let vs = colon + 1;
+    let ve = eol;
+    while (vs < ve && (s.charCodeAt(vs) === 32 || s.charCodeAt(vs) === 9)) vs++;
+    while (ve > vs && (s.charCodeAt(ve - 1) === 32 || s.charCodeAt(ve - 1) === 9)) ve--;
+    for (let i = vs; i < ve; i++) if (VALUE[s.charCodeAt(i)] !== 1) return 1;
+    if (++count > maxCount) return 2;
+    out.push(s.slice(pos, colon), s.slice(vs, ve));
+    pos = eol + 2;
+  }
+  return 0;
+}
+
+/**
+ * Parses the request head at `buf[start..]`. Returns undefined while the head is incomplete,
+ * a `HeadError` when it must be refused.
+ */
+export function parseRequestHead(
+  buf: Buffer,
+  start: number,
+  maxHeaderBytes: number,
+  maxHeaderCount: number,
+): RequestHead | HeadError | undefined {
+  let from = start;
+  // RFC 9112 §2.2: ignore at least one empty line before the request line.
+  while (from + 1 < buf.length && buf[from] === 13 && buf[from + 1] === 10 && from - start < 8) from += 2;
+  const end = headEnd(buf, from, maxHeaderBytes);
+  if (typeof end !== 'number') return end;
+  if (end < 0) return undefined;
+  const s = buf.toString('latin1', from, end + 2);
+  const lineEnd = s.indexOf('\r\n');
+  const sp1 = s.indexOf(' ');
+  const sp2 = sp1 < 0 ? -1 : s.indexOf(' ', sp1 + 1);
+  if (sp1 <= 0 || sp2 < 0 || sp2 >= lineEnd || sp2 === sp1 + 1) return BAD_REQUEST;
+  if (!isToken(s, 0, sp1)) return BAD_REQUEST;
+  for (let i = sp1 + 1; i < sp2; i++) {
+    const c = s.charCodeAt(i);
+    if (c <= 32 || c >= 127) return BAD_REQUEST;
+  }
+  const version = s.slice(sp2 + 1, lineEnd);
+  let minor: number;
+  if (version === 'HTTP/1.1') minor = 1;
+  else if (version === 'HTTP/1.0') minor = 0;
+  else return BAD_REQUEST;
+  const headers: string[] = [];
+  const bad = parseFields(s.slice(0, s.length - 2), lineEnd + 2, maxHeaderCount, headers);
+  if (bad !== 0) return bad === 2 ? TOO_MANY : BAD_REQUEST;
+  let host: string | undefined;
+  let hosts = 0;
+  let contentLength = -1;
+  let cls = 0;
+  let tes = 0;
+  let chunked = false;
+  let conn = 0;
+  let upgrade = false;
+  let expect = false;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    switch (name.length) {
+      case 4:
+        if (name.toLowerCase() === 'host') {
+          hosts++;
+          host = headers[i + 1] as string;
+        }
+        break;
+      case 14:
+        if (name.toLowerCase() === 'content-length') {
+          cls++;
+          const v = headers[i + 1] as string;
+          if (!isDigits(v)) return BAD_REQUEST;
+          contentLength = Number(v);
+        }
+        break;
+      case 17:
+        if (name.toLowerCase() === 'transfer-encoding') {
+          tes++;
+          if ((headers[i + 1] as string).toLowerCase() !== 'chunked') return BAD_REQUEST;
+          chunked = true;
+        }
+        break;
+      case 10:
+        if (name.toLowerCase() === 'connection') conn |= connectionFlags(headers[i + 1] as string);
+        break;
+      case 7:
+        if (name.toLowerCase() === 'upgrade') upgrade = true;
+        break;
+      case 6:
+        if (name.toLowerCase() === 'expect') expect = true;
+        break;
+    }
+  }
+  if (cls > 1 || tes > 1 || (cls > 0 && tes > 0)) return BAD_REQUEST;
+  if (hosts > 1 || (minor === 1 && hosts === 0)) return BAD_REQUEST;
+  return {
+    method: s.slice(0, sp1),
+    target: s.slice(sp1 + 1, sp2),
+    minor,
+    headers,
+    host,
+    contentLength,
+    chunked,
+    close: (conn & 1) !== 0 || (minor === 0 && (conn & 2) === 0),
+    upgrade,
+    expect,
+    length: end + 4 - start,
+  };
+}
+
+/** Parses the response head at `buf[start..]`; undefined while incomplete. */
+export function parseResponseHead(
+  buf: Buffer,
+  start: number,
+  maxHeaderBytes: number,
+  maxHeaderCount: number,
+): ResponseHead | HeadError | undefined {
+  const end = headEnd(buf, start, maxHeaderBytes);
+  if (typeof end !== 'number') return end;
+  if (end < 0) return undefined;
+  const s = buf.toString('latin1', start, end + 2);
+  const lineEnd = s.indexOf('\r\n');
+  // HTTP/1.x SP 3DIGIT [SP reason]
+  if (lineEnd < 12 || !s.startsWith('HTTP/1.') || s.charCodeAt(8) !== 32) return BAD_REQUEST;
+  const minor = s.charCodeAt(7) - 48;
+  if (minor !== 0 && minor !== 1) return BAD_REQUEST;
+  if (!isDigits(s.slice(9, 12))) return BAD_REQUEST;
+  const status = Number(s.slice(9, 12));
+  if (status < 100) return BAD_REQUEST;
+  if (lineEnd > 12 && s.charCodeAt(12) !== 32) return BAD_REQUEST;
+  const statusText = lineEnd > 13 ? s.slice(13, lineEnd) : '';
+  for (let i = 0; i < statusText.length; i++) if (VALUE[statusText.charCodeAt(i)] !== 1) return BAD_REQUEST;
+  const headers: string[] = [];
+  const bad = parseFields(s.slice(0, s.length - 2), lineEnd + 2, maxHeaderCount, headers);
+  if (bad !== 0) return bad === 2 ? TOO_MANY : BAD_REQUEST;
+  let contentLength = -1;
+  let transferEncoding: string | undefined;
+  let conn = 0;
+  let keepAliveMs: number | undefined;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i] as string;
+    const value = headers[i + 1] as string;
+    switch (name.length) {
+      case 14:
+        if (name.toLowerCase() === 'content-length') {
+          if (!isDigits(value)) return BAD_REQUEST;
+          const n = Number(value);
+          if (contentLength >= 0 && n !== contentLength) return BAD_REQUEST;
+          contentLength = n;
+        }
+        break;
+      case 17:
+        if (name.toLowerCase() === 'transfer-encoding') {
+          transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
+        }
+        break;
+      case 10: {
+        const lower = name.toLowerCase();
+        if (lower === 'connection') conn |= connectionFlags(value);
+        else if (lower === 'keep-alive') {
+          const m = /(?:^|[,;\s])timeout\s*=\s*(\d+)/i.exec(value);
+          if (m !== null) keepAliveMs = Number(m[1]) * 1000;
+        }
+        break;
+      }
+    }
+  }
+  let chunked = false;
+  if (transferEncoding !== undefined) {
+    if (contentLength >= 0) return BAD_REQUEST;
+    const codings = transferEncoding.toLowerCase().split(',');
+    chunked = (codings[codings.length - 1] as string).trim() === 'chunked';
+  }
+  return {
+    status,
+    statusText,
+    headers,
+    contentLength,
+    chunked,
+    transferEncoding,
+    close: (conn & 1) !== 0 || (minor === 0 && (conn & 2) === 0),
+    keepAliveMs,
+    length: end + 4 - start,
+  };
+}
+
+/** True when `x` is a `HeadError`. */
+export function isHeadError(x: object): x is HeadError {
+  return (x as { error?: unknown }).error !== undefined;
+}
