@@ -30,6 +30,8 @@ export const ErrorCodes = {
   TIMEOUT: 'EVENLB_TIMEOUT',
   /** The component was closed or destroyed. */
   CLOSED: 'EVENLB_CLOSED',
+  /** An upstream broke HTTP/1.1 framing (malformed head or chunked body, unasked protocol switch). */
+  UPSTREAM_PROTOCOL: 'EVENLB_UPSTREAM_PROTOCOL',
   /** An admission webhook answered with a non-2xx status or a body that is not an AdmissionReview. */
   WEBHOOK_FAILED: 'EVENLB_WEBHOOK_FAILED',
   /** Setting up a network namespace or its iptables rules failed (not root, `ip`/`iptables` missing, a command failed). */

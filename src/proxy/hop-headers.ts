@@ -144,30 +144,42 @@ export function downstreamResponseHeaders(headers: HeaderObject, version: string
 }
 
 /**
- * Response headers to send downstream from undici's raw list (`[name, value, ...]` Buffers):
- * hop-by-hop removed, `Via` added; a flat string list for `writeHead`. Values are decoded as
- * latin1, the encoding Node writes header blocks in, so bytes pass through unchanged.
+ * Response headers to send downstream from a raw list (`[name, value, ...]`: undici's Buffers
+ * or the proxy's own parsed strings): hop-by-hop removed, `Via` added; a flat string list for
+ * `writeHead`. Buffers are decoded as latin1, the encoding Node writes header blocks in, so
+ * bytes pass through unchanged.
  */
-export function downstreamRawHeaders(raw: readonly Buffer[], version: string): string[] {
+export function downstreamRawHeaders(raw: readonly (Buffer | string)[], version: string): string[] {
   const out: string[] = [];
   let listed: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as Buffer;
-    if (name.length === 10 && name.toString('latin1').toLowerCase() === 'connection') {
-      const value = (raw[i + 1] as Buffer).toString('latin1');
+    const name = raw[i] as Buffer | string;
+    if (name.length === 10 && latin1(name).toLowerCase() === 'connection') {
+      const value = latin1(raw[i + 1] as Buffer | string);
       // The usual values name no header: skip the parse.
       if (value !== 'keep-alive' && value !== 'close') listed = connectionListed([value]);
     }
   }
   for (let i = 0; i < raw.length; i += 2) {
-    const name = (raw[i] as Buffer).toString('latin1');
+    const name = latin1(raw[i] as Buffer | string);
     // Hop-by-hop names are 2 to 19 characters long; skip the lower-casing for the others.
     if (name.length <= 19 || listed !== undefined) {
       const lower = name.toLowerCase();
       if (HOP.has(lower) || listed?.has(lower)) continue;
     }
-    out.push(name, (raw[i + 1] as Buffer).toString('latin1'));
+    out.push(name, latin1(raw[i + 1] as Buffer | string));
   }
   out.push('via', `${version} evenlb`);
+  return out;
+}
+
+function latin1(x: Buffer | string): string {
+  return typeof x === 'string' ? x : x.toString('latin1');
+}
+
+/** `name: value\r\n` lines for a flat header list (the list's strings are latin1 bytes). */
+export function serializeHeaders(list: readonly string[]): string {
+  let out = '';
+  for (let i = 0; i < list.length; i += 2) out += `${list[i]}: ${list[i + 1]}\r\n`;
   return out;
 }

@@ -18,16 +18,20 @@ import http2, { type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
+import { systemClock } from '../core/clock.js';
+import { createRandom } from '../core/random.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
+import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
 import type { ListenerConfig } from './config-schema.js';
 import { forwardRequestToH2, forwardStreamToH2 } from './h2-upstream-exchange.js';
 import { upstreamRequestHeaders } from './hop-headers.js';
+import { type AccessEntry, type Http1Context, Http1Downstream } from './http1/downstream-connection.js';
 import { Http1ResponseExchange, Http2ResponseExchange } from './http1-upstream-exchange.js';
 import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
-import { replyHttp1, replyHttp2 } from './local-reply.js';
+import { rawReply, replyHttp1, replyHttp2 } from './local-reply.js';
 import type { ProxyCluster } from './proxy-cluster.js';
-import type { RouteTable } from './route-table.js';
+import { type RouteTable, splitRequestTarget } from './route-table.js';
 
 /** What a listener reads per request; swapped as a whole on reload. */
 export interface L7State {
@@ -43,13 +47,14 @@ export interface L7ListenerDeps {
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
-function clientErrorStatus(code: string | undefined): { status: number; text: string; reason: string } {
-  if (code === 'HPE_HEADER_OVERFLOW') {
-    return { status: 431, text: 'Request Header Fields Too Large', reason: 'header-too-large' };
-  }
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, text: 'Request Timeout', reason: 'request-timeout' };
-  return { status: 400, text: 'Bad Request', reason: 'bad-request' };
+function clientErrorStatus(code: string | undefined): { status: number; reason: string } {
+  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, reason: 'header-too-large' };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, reason: 'request-timeout' };
+  return { status: 400, reason: 'bad-request' };
 }
+
+/** How often the HTTP/1.1 data path's connections are checked for timeouts, at most. */
+const SWEEP_MAX_MS = 250;
 
 export class L7Listener {
   readonly config: ListenerConfig;
@@ -61,6 +66,11 @@ export class L7Listener {
   readonly #sockets: ListenerSockets;
   readonly #sessions = new Set<Http2Session>();
   readonly #recyclers: ConnectionRecycler[] = [];
+  /** Connections on the proxy's own HTTP/1.1 data path. */
+  readonly #fast = new Set<Http1Downstream>();
+  readonly #fastContext: Http1Context;
+  readonly #sweepMs: number;
+  #sweep: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(config: ListenerConfig, deps: L7ListenerDeps) {
@@ -86,10 +96,8 @@ export class L7Listener {
     this.#h1.maxHeadersCount = limits.maxHeaderCount + 1;
     this.#h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.#onClientError(err, socket));
     // Never a tunnel or a protocol switch: CONNECT gets 405, Upgrade requests 501.
-    this.#h1.on('connect', (_req: IncomingMessage, socket: Socket) =>
-      this.#refuseRaw(socket, 405, 'Method Not Allowed'),
-    );
-    this.#h1.on('upgrade', (_req: IncomingMessage, socket: Socket) => this.#refuseRaw(socket, 501, 'Not Implemented'));
+    this.#h1.on('connect', (_req: IncomingMessage, socket: Socket) => this.#refuseRaw(socket, 405));
+    this.#h1.on('upgrade', (_req: IncomingMessage, socket: Socket) => this.#refuseRaw(socket, 501));
     this.#h2 = http2.createServer({
       maxHeaderListPairs: limits.maxHeaderCount + 8,
       settings: { maxConcurrentStreams: 1000, maxHeaderListSize: limits.maxHeaderBytes },
@@ -109,7 +117,7 @@ export class L7Listener {
         (socket) => {
           this.#sockets.track(socket);
           if (socket.alpnProtocol === 'h2') this.#h2.emit('connection', socket);
-          else this.#h1.emit('connection', socket);
+          else this.#serveHttp1(socket, undefined);
         },
       );
       this.#front.on('tlsClientError', () => {});
@@ -129,6 +137,66 @@ export class L7Listener {
       };
       this.#recyclers.push(recycleConnections(this.#h1, options), recycleConnections(this.#h2, options));
     }
+    this.#sweepMs = Math.max(
+      25,
+      Math.min(SWEEP_MAX_MS, Math.floor(Math.min(limits.headersTimeoutMs, limits.idleTimeoutMs) / 4)),
+    );
+    this.#fastContext = {
+      listener: config.name,
+      proto: this.#proto,
+      limits,
+      metrics: deps.metrics,
+      clock: systemClock,
+      recycle:
+        recycle === undefined
+          ? undefined
+          : new LifetimePolicy(
+              {
+                ...(recycle.maxRequestsPerConnection === undefined
+                  ? {}
+                  : { maxRequestsPerConnection: recycle.maxRequestsPerConnection }),
+                ...(recycle.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: recycle.maxConnectionAgeMs }),
+              },
+              createRandom(),
+              `listeners.${config.name}.recycle`,
+            ),
+      state: deps.state,
+      handoff: (socket, pending) => this.#toNodeHttp1(socket, pending),
+      access: (e: AccessEntry) =>
+        this.#access(e.client, e.method, e.path, e.status, e.reason, e.startMs, e.cluster, '1.1'),
+      released: (conn) => this.#fast.delete(conn),
+    };
+  }
+
+  /** Serves an HTTP/1.1 connection on the proxy's own data path; `head` = bytes already read. */
+  #serveHttp1(socket: Socket, head: Buffer | undefined): void {
+    if (this.#closing !== undefined) {
+      socket.destroy();
+      return;
+    }
+    const conn = new Http1Downstream(socket, this.#fastContext);
+    this.#fast.add(conn);
+    if (this.#sweep === undefined) {
+      this.#sweep = setInterval(() => {
+        if (this.#fast.size === 0) {
+          clearInterval(this.#sweep);
+          this.#sweep = undefined;
+          return;
+        }
+        const now = systemClock.now();
+        for (const c of this.#fast) c.check(now);
+      }, this.#sweepMs);
+      this.#sweep.unref();
+    }
+    conn.start(head);
+  }
+
+  /** Hands a connection (and bytes read from it but not handled) to the node:http server. */
+  #toNodeHttp1(socket: Socket, pending: Buffer | undefined): void {
+    socket.pause();
+    if (pending !== undefined && pending.length > 0) socket.unshift(pending);
+    this.#h1.emit('connection', socket);
+    socket.resume();
   }
 
   /** Starts listening; resolves with the bound port. */
@@ -151,36 +219,30 @@ export class L7Listener {
       const isH2 = head.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
       if (isH2 && head.length < H2_PREFACE.length) return;
       socket.off('data', onData);
-      socket.pause();
-      socket.unshift(head);
-      if (isH2) this.#h2.emit('connection', socket);
-      else {
-        this.#h1.emit('connection', socket);
-        socket.resume();
+      if (isH2) {
+        socket.pause();
+        socket.unshift(head);
+        this.#h2.emit('connection', socket);
+      } else {
+        this.#serveHttp1(socket, head);
       }
     };
     socket.on('data', onData);
   }
 
   #onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
-    const { status, text, reason } = clientErrorStatus(err.code);
+    const { status, reason } = clientErrorStatus(err.code);
     this.#deps.metrics.rejected(this.config.name, reason);
     if (socket.writable && (err as { bytesParsed?: number }).bytesParsed !== undefined) {
-      const body = `evenlb: ${status} ${reason}\n`;
-      socket.end(
-        `HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-type: text/plain\r\nx-evenlb-reason: ${reason}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
-      );
+      socket.end(rawReply(status, reason, true), 'latin1');
     }
     socket.destroySoon();
   }
 
-  #refuseRaw(socket: Socket, status: number, text: string): void {
+  #refuseRaw(socket: Socket, status: number): void {
     const reason = status === 405 ? 'method-not-allowed' : 'upgrade-not-supported';
     this.#deps.metrics.rejected(this.config.name, reason);
-    const body = `evenlb: ${status} ${reason}\n`;
-    socket.end(
-      `HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-type: text/plain\r\nx-evenlb-reason: ${reason}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
-    );
+    socket.end(rawReply(status, reason, true), 'latin1');
     socket.destroySoon();
   }
 
@@ -210,18 +272,11 @@ export class L7Listener {
     const method = req.method ?? 'GET';
     if (method === 'CONNECT') return this.#reject(res, 405, 'method-not-allowed');
     const url = req.url ?? '/';
-    let path = url;
-    let host = req.headers.host;
-    let absolute = false;
-    if (url.charCodeAt(0) !== 47 /* / */) {
-      const m = /^https?:\/\/([^/?#]+)([^#]*)$/i.exec(url);
-      if (m === null) return this.#reject(res, 400, 'bad-request-target');
-      absolute = true;
-      host = m[1] as string;
-      path = m[2] === '' ? '/' : (m[2] as string);
-    }
+    const target = splitRequestTarget(url, req.headers.host);
+    if (target === undefined) return this.#reject(res, 400, 'bad-request-target');
+    const { host, path } = target;
     const state = this.#deps.state();
-    const match = state.routes.match(host, path, absolute);
+    const match = state.routes.match(host, path, target.absolute);
     if (match === undefined) return this.#reject(res, 404, 'no-route');
     const cluster = match.cluster;
     const unavailable = cluster.unavailableReason();
@@ -355,11 +410,15 @@ export class L7Listener {
       this.#front.close();
       this.#h1.close();
       this.#h1.closeIdleConnections();
+      for (const c of [...this.#fast]) c.closeSoon();
       for (const s of this.#sessions) {
         s.goaway(http2.constants.NGHTTP2_NO_ERROR);
         s.close();
       }
-      this.#closing = this.#sockets.drain(timeoutMs, () => this.#h1.closeIdleConnections());
+      this.#closing = this.#sockets.drain(timeoutMs, () => {
+        this.#h1.closeIdleConnections();
+        for (const c of [...this.#fast]) c.closeSoon();
+      });
     }
     return this.#closing;
   }

@@ -5,7 +5,7 @@
  * status code instead of a protocol error.
  */
 
-import type { ServerResponse } from 'node:http';
+import { type ServerResponse, STATUS_CODES } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 
 /** gRPC status codes used for local replies. */
@@ -30,6 +30,19 @@ export function statusForError(err: Error): { status: number; reason: string } {
 
 function body(status: number, reason: string): string {
   return `evenlb: ${status} ${reason}\n`;
+}
+
+/**
+ * A whole local reply as HTTP/1.1 bytes (latin1), for connections the proxy writes to
+ * directly; `close` adds `Connection: close`.
+ */
+export function rawReply(status: number, reason: string, close: boolean): string {
+  const text = body(status, reason);
+  return (
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}\r\n` +
+    `content-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\n` +
+    `x-evenlb-reason: ${reason}\r\n${close ? 'connection: close\r\n' : ''}\r\n${text}`
+  );
 }
 
 /** Writes a local reply on an HTTP/1.1 response (if its head was not sent yet). */

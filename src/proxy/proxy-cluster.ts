@@ -4,7 +4,8 @@
  * pools under the `LifetimePolicy`, stats). HTTP/1.1 upstreams are reached through
  * `Cluster.dispatch`; `h2` upstreams (gRPC) through an `H2SessionPool` that picks with the same
  * cluster's balancer, with its own outlier detector fed by stream outcomes (the cluster's
- * pools carry no h2 traffic). It also answers "why can nothing be picked" for 503 replies.
+ * pools carry no h2 traffic). Plain-HTTP/1.1 upstreams are also reached by the proxy's own
+ * HTTP/1.1 data path (`h1`), which picks with `Cluster.acquire`. It also answers "why can nothing be picked" for 503 replies.
  */
 import { readFileSync } from 'node:fs';
 import { OutlierDetector } from '../balancing/outlier-detector.js';
@@ -17,6 +18,7 @@ import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { H2SessionPool } from '../pool/h2-session-pool.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ClusterConfig } from './config-schema.js';
+import { Http1Upstream } from './http1/upstream-pool.js';
 
 export interface ProxyClusterOptions {
   readonly clock?: Clock;
@@ -31,6 +33,11 @@ export class ProxyCluster {
   readonly config: ClusterConfig;
   readonly cluster: Cluster;
   readonly h2: H2SessionPool | undefined;
+  /**
+   * The proxy's own HTTP/1.1 sockets for plain-HTTP upstreams (the HTTP/1.1 data path); TLS
+   * upstreams go through the cluster's undici pools.
+   */
+  readonly h1: Http1Upstream | undefined;
   /** `http://` or `https://` plus the cluster name: the origin handed to `Cluster.dispatch`. */
   readonly origin: string;
   readonly #outlier: OutlierDetector | undefined;
@@ -74,6 +81,15 @@ export class ProxyCluster {
       random,
       ...(options.observer === undefined ? {} : { observer: options.observer }),
     });
+    this.h1 =
+      h2 || tls !== undefined
+        ? undefined
+        : new Http1Upstream(this.cluster, {
+            lifetime: new LifetimePolicy(lifetime, random, `clusters.${config.name}.lifetime`),
+            clock,
+            connectTimeoutMs: config.connectTimeoutMs,
+            maxConnections: undefined,
+          });
     if (h2) {
       const balancer = this.cluster.balancer;
       const outlier =
@@ -145,13 +161,13 @@ export class ProxyCluster {
     this.#closed = true;
     this.#unsubscribe?.();
     this.#outlier?.close();
-    await Promise.all([this.h2?.close(), this.cluster.close()]);
+    await Promise.all([this.h2?.close(), this.h1?.close(), this.cluster.close()]);
   }
 
   async destroy(err?: Error): Promise<void> {
     this.#closed = true;
     this.#unsubscribe?.();
     this.#outlier?.close();
-    await Promise.all([this.h2?.destroy(err), this.cluster.destroy(err)]);
+    await Promise.all([this.h2?.destroy(err), this.h1?.destroy(), this.cluster.destroy(err)]);
   }
 }

@@ -31,6 +31,25 @@ export function normalizeHost(host: string): string {
   return h.toLowerCase();
 }
 
+/** Where a request goes: its host, its origin-form path, and whether the target was absolute-form. */
+export interface RequestTarget {
+  readonly host: string | undefined;
+  readonly path: string;
+  readonly absolute: boolean;
+}
+
+/**
+ * Splits an HTTP/1.1 request target: origin-form (`/p?q`) keeps the Host header; absolute-form
+ * (`http://h/p`) takes its authority as the host. Anything else (asterisk-form, a bare
+ * authority, another scheme) is undefined: the proxy answers 400.
+ */
+export function splitRequestTarget(target: string, hostHeader: string | undefined): RequestTarget | undefined {
+  if (target.charCodeAt(0) === 47 /* / */) return { host: hostHeader, path: target, absolute: false };
+  const m = /^https?:\/\/([^/?#]+)([^#]*)$/i.exec(target);
+  if (m === null) return undefined;
+  return { host: m[1] as string, path: m[2] === '' ? '/' : (m[2] as string), absolute: true };
+}
+
 export class RouteTable<C> {
   readonly #exact = new Map<string, Entry<C>[]>();
   readonly #suffix: { suffix: string; entries: Entry<C>[] }[] = [];

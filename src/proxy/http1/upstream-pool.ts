@@ -1,0 +1,566 @@
+/**
+ * Upstream connections for the proxy's HTTP/1.1 data path: plain keep-alive TCP sockets to
+ * one endpoint each, one request at a time, reading the response with the strict head parser
+ * and forwarding body bytes as they arrive (no copy, no re-framing). `Http1Upstream` holds
+ * one `Http1EndpointPool` per endpoint of a cluster and follows the cluster: a pool whose
+ * endpoint leaves the eligible set drains (idle sockets close now, busy ones after their
+ * response). Connections obey the cluster's `LifetimePolicy` exactly like the undici pools
+ * do (N requests, a jittered age, an idle limit); without an idle limit an idle socket is
+ * closed after 4 s — sooner when the server announced a shorter `Keep-Alive: timeout` — so
+ * the proxy does not reuse a socket the server is about to close. Opened and closed sockets
+ * are reported to the cluster, which counts them in its stats and metrics.
+ */
+import net, { type Socket } from 'node:net';
+import type { Cluster } from '../../cluster/cluster.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
+import type { Endpoint } from '../../core/endpoint.js';
+import { ErrorCodes } from '../../core/errors.js';
+import type { CloseReason, ConnectionLife, LifetimePolicy } from '../../pool/lifetime-policy.js';
+import { ChunkedScanner } from './chunked-scanner.js';
+import { isHeadError, parseResponseHead, type ResponseHead } from './message-head.js';
+
+/** The side of an exchange that receives the response (the downstream connection). */
+export interface ResponseSink {
+  /** A connection for the waiting request (or why none could be opened). */
+  onConnection(conn: UpstreamConnection | Error): void;
+  /** The final response head (1xx heads are skipped). */
+  onResponseHead(head: ResponseHead): void;
+  onResponseBody(chunk: Buffer): void;
+  /** The response is complete; the connection is already back in its pool. */
+  onResponseEnd(): void;
+  /** The exchange failed; `responded` is true once a response byte had arrived. */
+  onUpstreamError(err: Error, responded: boolean): void;
+  /** Called after each upstream read has been handled (flush corked writes). */
+  flush(): void;
+}
+
+/** Default idle limit for upstream sockets when the lifetime policy sets none. */
+const DEFAULT_IDLE_MS = 4_000;
+/** How often idle sockets are checked against their limits. */
+const SWEEP_MS = 1_000;
+/** Largest response head accepted from an upstream. */
+const MAX_RESPONSE_HEAD_BYTES = 64 * 1024;
+const MAX_RESPONSE_FIELDS = 256;
+
+const P_IDLE = 0;
+const P_HEAD = 1;
+const P_LENGTH = 2;
+const P_CHUNKED = 3;
+const P_UNTIL_CLOSE = 4;
+
+/** An error with a Node-style `code` that `statusForError` maps (connect failure, socket closed, protocol). */
+function upstreamError(code: string, message: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+/** One keep-alive socket to an endpoint. */
+export class UpstreamConnection implements ConnectionLife {
+  readonly socket: Socket;
+  readonly pool: Http1EndpointPool;
+  openedAtMs: number;
+  readonly maxAgeMs: number | undefined;
+  requests = 0;
+  inFlight = 0;
+  idleSinceMs: number;
+  /** Idle limit for this socket (the policy's, or the default shortened by the server's hint). */
+  idleLimitMs: number;
+  connected = false;
+  closed = false;
+  retireReason: CloseReason | undefined;
+  /** The request currently on this socket has been written completely. */
+  requestSent = false;
+  #sink: ResponseSink | undefined;
+  #phase = P_IDLE;
+  #buf: Buffer | undefined;
+  #headOnly = false;
+  #remaining = 0;
+  #scanner: ChunkedScanner | undefined;
+  #reusable = true;
+  #responded = false;
+  #error: Error | undefined;
+
+  constructor(pool: Http1EndpointPool, socket: Socket, nowMs: number, maxAgeMs: number | undefined, idleMs: number) {
+    this.pool = pool;
+    this.socket = socket;
+    this.openedAtMs = nowMs;
+    this.idleSinceMs = nowMs;
+    this.maxAgeMs = maxAgeMs;
+    this.idleLimitMs = idleMs;
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('error', (err) => {
+      this.#error ??= err;
+    });
+    socket.on('end', () => {
+      if (this.#phase === P_UNTIL_CLOSE) this.#complete(false);
+    });
+    socket.on('close', () => this.#onClose());
+  }
+
+  /** True when the socket carried a request before the current one. */
+  get reused(): boolean {
+    return this.requests > 1;
+  }
+
+  /** Writes a request head; `headOnly` for HEAD requests (the response has no body). */
+  send(sink: ResponseSink, head: string, headOnly: boolean): void {
+    this.#sink = sink;
+    this.#phase = P_HEAD;
+    this.#headOnly = headOnly;
+    this.#reusable = true;
+    this.#responded = false;
+    this.requestSent = false;
+    this.socket.write(head, 'latin1');
+  }
+
+  /** Stops the exchange and closes the socket (the client went away, a timeout fired). */
+  abort(reason: CloseReason = 'error'): void {
+    this.#sink = undefined;
+    this.retireReason ??= reason;
+    this.socket.destroy();
+  }
+
+  #onData(chunk: Buffer): void {
+    const sink = this.#sink;
+    if (sink === undefined) {
+      // Bytes with no request outstanding: the server is out of step; never reuse it.
+      this.retireReason ??= 'error';
+      this.socket.destroy();
+      return;
+    }
+    this.#responded = true;
+    let buf = chunk;
+    let pos = 0;
+    if (this.#phase === P_HEAD) {
+      buf = this.#buf === undefined ? chunk : Buffer.concat([this.#buf, chunk]);
+      this.#buf = undefined;
+      for (;;) {
+        const head = parseResponseHead(buf, pos, MAX_RESPONSE_HEAD_BYTES, MAX_RESPONSE_FIELDS);
+        if (head === undefined) {
+          this.#buf = pos === 0 ? buf : buf.subarray(pos);
+          return;
+        }
+        if (isHeadError(head)) {
+          this.#fail(
+            upstreamError(
+              ErrorCodes.UPSTREAM_PROTOCOL,
+              `upstream ${this.pool.endpoint.key} sent a malformed response head`,
+            ),
+          );
+          return;
+        }
+        pos += head.length;
+        if (head.status < 200) {
+          if (head.status === 101) {
+            this.#fail(
+              upstreamError(
+                ErrorCodes.UPSTREAM_PROTOCOL,
+                `upstream ${this.pool.endpoint.key} switched protocols unasked`,
+              ),
+            );
+            return;
+          }
+          continue; // interim responses are not forwarded
+        }
+        this.#startBody(head);
+        sink.onResponseHead(head);
+        break;
+      }
+      if (this.#sink !== sink) return; // the sink gave up while handling the head
+    }
+    this.#body(sink, buf, pos);
+    if (this.#sink === sink) sink.flush();
+  }
+
+  #startBody(head: ResponseHead): void {
+    if (head.close) this.#reusable = false;
+    if (head.keepAliveMs !== undefined && this.pool.idleFromPolicy === undefined) {
+      this.idleLimitMs = Math.max(500, Math.min(this.idleLimitMs, head.keepAliveMs - 1000));
+    }
+    if (this.#headOnly || head.status === 204 || head.status === 304) {
+      this.#phase = P_LENGTH;
+      this.#remaining = 0;
+    } else if (head.chunked) {
+      this.#phase = P_CHUNKED;
+      this.#scanner = new ChunkedScanner();
+    } else if (head.transferEncoding !== undefined || head.contentLength < 0) {
+      this.#phase = P_UNTIL_CLOSE;
+      this.#reusable = false;
+    } else {
+      this.#phase = P_LENGTH;
+      this.#remaining = head.contentLength;
+    }
+  }
+
+  #body(sink: ResponseSink, buf: Buffer, pos: number): void {
+    const len = buf.length;
+    switch (this.#phase) {
+      case P_LENGTH: {
+        const n = Math.min(this.#remaining, len - pos);
+        if (n > 0) {
+          this.#remaining -= n;
+          sink.onResponseBody(pos === 0 && n === len ? buf : buf.subarray(pos, pos + n));
+        }
+        if (this.#remaining === 0) {
+          if (pos + n < len) this.#reusable = false; // more bytes than the response had
+          this.#complete(this.#reusable);
+        }
+        return;
+      }
+      case P_CHUNKED: {
+        const scanner = this.#scanner as ChunkedScanner;
+        const end = scanner.scan(buf, pos, len);
+        if (end < 0) {
+          this.#fail(
+            upstreamError(
+              ErrorCodes.UPSTREAM_PROTOCOL,
+              `upstream ${this.pool.endpoint.key} sent malformed chunked data`,
+            ),
+          );
+          return;
+        }
+        if (end > pos) sink.onResponseBody(pos === 0 && end === len ? buf : buf.subarray(pos, end));
+        if (scanner.done) {
+          if (end < len) this.#reusable = false;
+          this.#complete(this.#reusable);
+        }
+        return;
+      }
+      case P_UNTIL_CLOSE:
+        if (pos < len) sink.onResponseBody(pos === 0 ? buf : buf.subarray(pos));
+        return;
+      default:
+        return;
+    }
+  }
+
+  #complete(reusable: boolean): void {
+    const sink = this.#sink;
+    this.#sink = undefined;
+    this.#phase = P_IDLE;
+    this.#scanner = undefined;
+    this.pool.release(this, reusable && this.requestSent);
+    if (sink !== undefined) {
+      sink.flush();
+      sink.onResponseEnd();
+    }
+  }
+
+  #fail(err: Error): void {
+    const sink = this.#sink;
+    this.#sink = undefined;
+    this.retireReason ??= 'error';
+    this.socket.destroy();
+    sink?.onUpstreamError(err, this.#responded);
+  }
+
+  #onClose(): void {
+    const wasConnected = this.connected;
+    this.closed = true;
+    this.connected = false;
+    this.pool.forget(this, wasConnected);
+    const sink = this.#sink;
+    if (sink === undefined) return;
+    this.#sink = undefined;
+    if (this.#phase === P_UNTIL_CLOSE && this.#error === undefined) {
+      sink.flush();
+      sink.onResponseEnd();
+      return;
+    }
+    const err =
+      this.#error ??
+      upstreamError(
+        'UND_ERR_SOCKET',
+        `upstream ${this.pool.endpoint.key} closed the connection before the response ended`,
+      );
+    sink.onUpstreamError(err, this.#responded);
+  }
+}
+
+export interface Http1PoolSettings {
+  readonly lifetime: LifetimePolicy;
+  readonly clock: Clock;
+  readonly connectTimeoutMs: number;
+  /** Sockets per endpoint; undefined = unlimited (requests never wait for a socket). */
+  readonly maxConnections: number | undefined;
+}
+
+/** The sockets to one endpoint. */
+export class Http1EndpointPool {
+  readonly endpoint: Endpoint;
+  readonly #owner: Http1Upstream;
+  readonly #s: Http1PoolSettings;
+  /** Idle sockets, most recently used last. */
+  readonly #idle: UpstreamConnection[] = [];
+  readonly #all = new Set<UpstreamConnection>();
+  readonly #waiting: ResponseSink[] = [];
+  #opening = 0;
+  draining = false;
+
+  constructor(owner: Http1Upstream, endpoint: Endpoint, settings: Http1PoolSettings) {
+    this.#owner = owner;
+    this.endpoint = endpoint;
+    this.#s = settings;
+  }
+
+  get idleFromPolicy(): number | undefined {
+    return this.#s.lifetime.options.idleTimeoutMs;
+  }
+
+  /** Open sockets. */
+  get size(): number {
+    return this.#all.size;
+  }
+
+  /**
+   * A connected idle socket for `sink` now, or undefined: then `sink.onConnection` is called
+   * once a socket is connected (or with the error when dialling failed).
+   */
+  acquire(sink: ResponseSink): UpstreamConnection | undefined {
+    const now = this.#s.clock.now();
+    const idle = this.#idle;
+    while (idle.length > 0) {
+      const conn = idle.pop() as UpstreamConnection;
+      if (conn.closed) continue;
+      const verdict = this.#s.lifetime.canCarryAnother(conn, now);
+      if (verdict.type === 'retire') {
+        this.#retire(conn, verdict.reason);
+        continue;
+      }
+      if (now - conn.idleSinceMs >= conn.idleLimitMs) {
+        this.#retire(conn, 'idle');
+        continue;
+      }
+      this.#take(conn);
+      return conn;
+    }
+    const max = this.#s.maxConnections;
+    if (max !== undefined && this.#all.size + this.#opening >= max) {
+      this.#waiting.push(sink);
+      return undefined;
+    }
+    this.#dial(sink);
+    return undefined;
+  }
+
+  /** Withdraws a sink that is waiting for a socket. */
+  cancel(sink: ResponseSink): void {
+    const i = this.#waiting.indexOf(sink);
+    if (i >= 0) this.#waiting.splice(i, 1);
+  }
+
+  #take(conn: UpstreamConnection): void {
+    conn.requests++;
+    conn.inFlight = 1;
+  }
+
+  #dial(sink: ResponseSink): void {
+    const e = this.endpoint;
+    const socket = net.connect({ host: e.address, port: e.port, noDelay: true });
+    this.#opening++;
+    const s = this.#s;
+    const conn = new UpstreamConnection(
+      this,
+      socket,
+      s.clock.now(),
+      s.lifetime.drawMaxAgeMs(),
+      s.lifetime.options.idleTimeoutMs ?? DEFAULT_IDLE_MS,
+    );
+    this.#all.add(conn);
+    socket.setTimeout(s.connectTimeoutMs);
+    const onTimeout = (): void => {
+      socket.destroy(
+        upstreamError('UND_ERR_CONNECT_TIMEOUT', `connecting to ${e.key} took longer than ${s.connectTimeoutMs} ms`),
+      );
+    };
+    socket.once('timeout', onTimeout);
+    const onEarlyClose = (): void => {
+      this.#opening--;
+      const err =
+        (socket.errored as Error | null) ??
+        upstreamError('ECONNRESET', `connection to ${e.key} closed while connecting`);
+      sink.onConnection(err);
+    };
+    socket.once('close', onEarlyClose);
+    socket.once('connect', () => {
+      socket.off('close', onEarlyClose);
+      socket.off('timeout', onTimeout);
+      socket.setTimeout(0);
+      this.#opening--;
+      conn.connected = true;
+      conn.openedAtMs = s.clock.now();
+      this.#owner.noteConnection(e.key, 'opened');
+      if (this.draining) conn.retireReason = 'endpoint-removed';
+      this.#take(conn);
+      sink.onConnection(conn);
+    });
+  }
+
+  /** A response ended on `conn`; `reusable` false closes it. */
+  release(conn: UpstreamConnection, reusable: boolean): void {
+    conn.inFlight = 0;
+    const now = this.#s.clock.now();
+    conn.idleSinceMs = now;
+    if (!reusable || this.draining || conn.closed) {
+      this.#retire(conn, conn.closed ? 'peer' : this.draining ? 'endpoint-removed' : 'error');
+      return;
+    }
+    const verdict = this.#s.lifetime.canCarryAnother(conn, now);
+    if (verdict.type === 'retire') {
+      this.#retire(conn, verdict.reason);
+      return;
+    }
+    const waiter = this.#waiting.shift();
+    if (waiter !== undefined) {
+      this.#take(conn);
+      // Hand over on the next tick: the releasing exchange is still unwinding.
+      queueMicrotask(() => (conn.closed ? this.#retryWaiter(waiter) : waiter.onConnection(conn)));
+      return;
+    }
+    this.#idle.push(conn);
+  }
+
+  #retryWaiter(sink: ResponseSink): void {
+    const conn = this.acquire(sink);
+    if (conn !== undefined) sink.onConnection(conn);
+  }
+
+  /** `conn` closed; `wasConnected` tells whether it had been counted as open. */
+  forget(conn: UpstreamConnection, wasConnected: boolean): void {
+    if (!this.#all.delete(conn)) return;
+    const i = this.#idle.indexOf(conn);
+    if (i >= 0) this.#idle.splice(i, 1);
+    if (wasConnected) this.#owner.noteConnection(this.endpoint.key, 'closed', conn.retireReason ?? 'peer');
+    // A socket slot freed up: dial for the next waiting request.
+    const waiter = this.#waiting.shift();
+    if (waiter !== undefined && !this.draining) this.#dial(waiter);
+    else if (waiter !== undefined)
+      waiter.onConnection(upstreamError(ErrorCodes.CLOSED, `endpoint ${this.endpoint.key} left`));
+    this.#owner.poolChanged(this);
+  }
+
+  #retire(conn: UpstreamConnection, reason: CloseReason): void {
+    conn.retireReason ??= reason;
+    if (conn.closed) {
+      this.forget(conn, false);
+      return;
+    }
+    conn.socket.end();
+    conn.socket.destroySoon();
+  }
+
+  /** Closes idle sockets past their limits. */
+  sweep(nowMs: number): void {
+    const idle = this.#idle;
+    for (let i = idle.length - 1; i >= 0; i--) {
+      const conn = idle[i] as UpstreamConnection;
+      const verdict = this.#s.lifetime.idleVerdict(conn, nowMs);
+      const reason =
+        verdict.type === 'retire' ? verdict.reason : nowMs - conn.idleSinceMs >= conn.idleLimitMs ? 'idle' : undefined;
+      if (reason === undefined) continue;
+      idle.splice(i, 1);
+      this.#retire(conn, reason);
+    }
+  }
+
+  /** No new requests: idle sockets close now, busy ones after their response; waiters fail. */
+  drain(reason: CloseReason): void {
+    this.draining = true;
+    for (const conn of this.#idle.splice(0)) this.#retire(conn, reason);
+    for (const w of this.#waiting.splice(0)) {
+      w.onConnection(upstreamError(ErrorCodes.CLOSED, `endpoint ${this.endpoint.key} is draining`));
+    }
+    this.#owner.poolChanged(this);
+  }
+
+  /** Destroys every socket. */
+  destroy(): void {
+    this.draining = true;
+    for (const conn of this.#all) conn.abort('shutdown');
+  }
+}
+
+/** All HTTP/1.1 upstream sockets of one cluster. */
+export class Http1Upstream {
+  readonly #cluster: Cluster;
+  readonly #settings: Http1PoolSettings;
+  /** The pool new requests use, per endpoint key. */
+  readonly #pools = new Map<string, Http1EndpointPool>();
+  /** Every pool that still has sockets (draining ones included). */
+  readonly #live = new Set<Http1EndpointPool>();
+  readonly #unsubscribe: () => void;
+  #timer: TimerHandle | undefined;
+  #closing: Promise<void> | undefined;
+  #closed: (() => void) | undefined;
+
+  constructor(cluster: Cluster, settings: Http1PoolSettings) {
+    this.#cluster = cluster;
+    this.#settings = settings;
+    this.#unsubscribe = cluster.onEligibleChange((eligible) => {
+      for (const [key, pool] of this.#pools) {
+        if (!eligible.has(key)) {
+          this.#pools.delete(key);
+          pool.drain('endpoint-removed');
+        }
+      }
+    });
+  }
+
+  /** The pool for `endpoint` (created on first use). */
+  pool(endpoint: Endpoint): Http1EndpointPool {
+    let pool = this.#pools.get(endpoint.key);
+    if (pool === undefined || pool.draining) {
+      pool = new Http1EndpointPool(this, endpoint, this.#settings);
+      this.#pools.set(endpoint.key, pool);
+      this.#live.add(pool);
+      this.#arm();
+    }
+    return pool;
+  }
+
+  /** Reports a socket opened or closed to the cluster (stats, metrics). */
+  noteConnection(key: string, change: 'opened' | 'closed', reason?: CloseReason): void {
+    this.#cluster.noteConnection(key, change, reason);
+  }
+
+  /** A pool drained or lost a socket: forget it once it is empty. */
+  poolChanged(pool: Http1EndpointPool): void {
+    if (!pool.draining || pool.size > 0) return;
+    this.#live.delete(pool);
+    if (this.#pools.get(pool.endpoint.key) === pool) this.#pools.delete(pool.endpoint.key);
+    if (this.#live.size === 0) this.#closed?.();
+  }
+
+  #arm(): void {
+    if (this.#timer !== undefined || this.#closing !== undefined) return;
+    const clock = this.#settings.clock;
+    this.#timer = clock.setTimeout(() => {
+      this.#timer = undefined;
+      const now = clock.now();
+      for (const pool of this.#live) pool.sweep(now);
+      if (this.#live.size > 0) this.#arm();
+    }, SWEEP_MS);
+  }
+
+  /** Graceful: idle sockets close now, busy ones after their response. Idempotent. */
+  close(): Promise<void> {
+    if (this.#closing === undefined) {
+      this.#unsubscribe();
+      this.#timer?.cancel();
+      this.#closing = new Promise<void>((resolve) => {
+        this.#closed = resolve;
+      });
+      this.#pools.clear();
+      for (const p of [...this.#live]) p.drain('shutdown');
+      if (this.#live.size === 0) this.#closed?.();
+    }
+    return this.#closing;
+  }
+
+  /** Abrupt: every socket is destroyed. */
+  destroy(): Promise<void> {
+    this.#unsubscribe();
+    this.#timer?.cancel();
+    for (const p of this.#live) p.destroy();
+    return Promise.resolve();
+  }
+}
