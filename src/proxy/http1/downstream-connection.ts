@@ -68,6 +68,8 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
 const RETRY_STATUS = new Set([502, 503, 504]);
 /** Request body bytes held while the upstream socket connects before the client is paused. */
 const MAX_PENDING_BODY_BYTES = 64 * 1024;
+/** Response bodies up to this size leave in the same write as their head. */
+const COALESCE_BYTES = 16 * 1024;
 /** A recycled connection past its age closes once it has been quiet this long. */
 const IDLE_CLOSE_DELAY_MS = 250;
 
@@ -107,7 +109,8 @@ export class Http1Downstream implements ResponseSink {
   #closeAfter = false;
   #status = 0;
   #responded = false;
-  #corked = false;
+  /** A response head not written yet (see `onResponseHead`). */
+  #headOut: string | undefined;
   #swallow = false;
   #connectRetried = false;
   #idempotentRetries = 0;
@@ -468,10 +471,8 @@ export class Http1Downstream implements ResponseSink {
     if (this.#state === S_BODY) this.#closeAfter = true;
     if (this.#closeAfter) extra += 'connection: close\r\n';
     const list = downstreamRawHeaders(head.headers, '1.1');
-    const out = `HTTP/1.1 ${head.status} ${head.statusText}\r\n${serializeHeaders(list)}${extra}\r\n`;
-    this.socket.cork();
-    this.#corked = true;
-    this.socket.write(out, 'latin1');
+    // Held until the first body bytes (or the end): a small response leaves in one write.
+    this.#headOut = `HTTP/1.1 ${head.status} ${head.statusText}\r\n${serializeHeaders(list)}${extra}\r\n`;
   }
 
   #bodyless(status: number): boolean {
@@ -481,7 +482,22 @@ export class Http1Downstream implements ResponseSink {
   onResponseBody(chunk: Buffer): void {
     if (this.#swallow) return;
     this.#upstreamReadMs = this.#lastReadMs;
-    if (!this.socket.write(chunk)) {
+    let ok: boolean;
+    const head = this.#headOut;
+    if (head === undefined) ok = this.socket.write(chunk);
+    else {
+      this.#headOut = undefined;
+      if (chunk.length <= COALESCE_BYTES) {
+        const out = Buffer.allocUnsafe(head.length + chunk.length);
+        out.write(head, 0, 'latin1');
+        chunk.copy(out, head.length);
+        ok = this.socket.write(out);
+      } else {
+        this.socket.write(head, 'latin1');
+        ok = this.socket.write(chunk);
+      }
+    }
+    if (!ok) {
       const conn = this.#conn;
       if (conn !== undefined) {
         conn.socket.pause();
@@ -491,9 +507,10 @@ export class Http1Downstream implements ResponseSink {
   }
 
   flush(): void {
-    if (this.#corked) {
-      this.#corked = false;
-      this.socket.uncork();
+    const head = this.#headOut;
+    if (head !== undefined) {
+      this.#headOut = undefined;
+      this.socket.write(head, 'latin1');
     }
   }
 
