@@ -133,6 +133,9 @@ export class ProxyMetrics {
   readonly #ejectionsCounter: Counter<'cluster' | 'endpoint'>;
   /** Latency buckets per `cluster\0endpoint`: plain counters on the hot path, exposed at scrape. */
   readonly #latency = new Map<string, LatencyCounts>();
+  readonly #latencyByCluster = new Map<string, Map<string, LatencyCounts>>();
+  #lastCluster: string | undefined;
+  #lastLatency: Map<string, LatencyCounts> | undefined;
   /** Answered requests per listener, indexed by status class (0 = aborted, 1..5 = 1xx..5xx). */
   readonly #answered = new Map<string, Float64Array>();
   readonly #rejected: Counter<'listener' | 'reason'>;
@@ -263,11 +266,23 @@ export class ProxyMetrics {
 
   /** Records one upstream attempt's duration. */
   observeUpstream(cluster: string, endpoint: string, durationMs: number): void {
-    const key = `${cluster}\u0000${endpoint}`;
-    let counts = this.#latency.get(key);
+    // One-entry cache: consecutive requests usually share a cluster, and a string key per
+    // request would cost more than the observation itself.
+    let byEndpoint = this.#lastLatency;
+    if (this.#lastCluster !== cluster || byEndpoint === undefined) {
+      byEndpoint = this.#latencyByCluster.get(cluster);
+      if (byEndpoint === undefined) {
+        byEndpoint = new Map();
+        this.#latencyByCluster.set(cluster, byEndpoint);
+      }
+      this.#lastCluster = cluster;
+      this.#lastLatency = byEndpoint;
+    }
+    let counts = byEndpoint.get(endpoint);
     if (counts === undefined) {
       counts = { cluster, endpoint, buckets: new Float64Array(LATENCY_BUCKETS_S.length), sum: 0, count: 0 };
-      this.#latency.set(key, counts);
+      byEndpoint.set(endpoint, counts);
+      this.#latency.set(`${cluster}\u0000${endpoint}`, counts);
     }
     const s = durationMs / 1000;
     counts.sum += s;

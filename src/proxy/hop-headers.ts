@@ -6,6 +6,7 @@
  * works on flat `[name, value, ...]` arrays (Node's `rawHeaders`, undici's header arrays) so the
  * hot path allocates one array per message.
  */
+import { named } from './http1/message-head.js';
 
 const HOP = new Set([
   'connection',
@@ -18,6 +19,21 @@ const HOP = new Set([
   'upgrade',
   'http2-settings',
 ]);
+
+/** The hop-by-hop names by length, for case-insensitive checks that allocate nothing. */
+const HOP_BY_LENGTH: (string[] | undefined)[] = [];
+for (const name of HOP) {
+  const list = HOP_BY_LENGTH[name.length];
+  if (list === undefined) HOP_BY_LENGTH[name.length] = [name];
+  else list.push(name);
+}
+
+function isHopName(name: string): boolean {
+  const candidates = HOP_BY_LENGTH[name.length];
+  if (candidates === undefined) return false;
+  for (const c of candidates) if (named(name, c)) return true;
+  return false;
+}
 
 /** True when `lowerName` is hop-by-hop on every message (not counting names listed in `Connection`). */
 export function isHopHeader(lowerName: string): boolean {
@@ -154,7 +170,7 @@ export function downstreamRawHeaders(raw: readonly (Buffer | string)[], version:
   let listed: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as Buffer | string;
-    if (name.length === 10 && latin1(name).toLowerCase() === 'connection') {
+    if (name.length === 10 && named(latin1(name), 'connection')) {
       const value = latin1(raw[i + 1] as Buffer | string);
       // The usual values name no header: skip the parse.
       if (value !== 'keep-alive' && value !== 'close') listed = connectionListed([value]);
@@ -162,11 +178,7 @@ export function downstreamRawHeaders(raw: readonly (Buffer | string)[], version:
   }
   for (let i = 0; i < raw.length; i += 2) {
     const name = latin1(raw[i] as Buffer | string);
-    // Hop-by-hop names are 2 to 19 characters long; skip the lower-casing for the others.
-    if (name.length <= 19 || listed !== undefined) {
-      const lower = name.toLowerCase();
-      if (HOP.has(lower) || listed?.has(lower)) continue;
-    }
+    if (isHopName(name) || listed?.has(name.toLowerCase())) continue;
     out.push(name, latin1(raw[i + 1] as Buffer | string));
   }
   out.push('via', `${version} evenlb`);

@@ -88,8 +88,26 @@ export class Http1Downstream implements ResponseSink {
   #state = S_HEAD;
   #buf: Buffer | undefined;
   #paused = false;
-  #lastReadMs: number;
-  #headStartMs = 0;
+  /** Bumped on every client read and every finished response (the idle clock restarts). */
+  #events = 0;
+  /** Request heads parsed on this connection. */
+  #heads = 0;
+  /** Upstream attempts (a retry is a new attempt) and upstream reads, for the sweep. */
+  #attempts = 0;
+  #upReads = 0;
+  /** What the sweep saw last, and since when. */
+  readonly #timing = {
+    events: 0,
+    quietSinceMs: 0,
+    headSeq: 0,
+    headSinceMs: 0,
+    bodySeq: 0,
+    bodySinceMs: 0,
+    attempt: 0,
+    attemptSinceMs: 0,
+    upReads: 0,
+    upQuietSinceMs: 0,
+  };
   // ---- the current request ----
   #method = '';
   #path = '';
@@ -98,9 +116,8 @@ export class Http1Downstream implements ResponseSink {
   #ticket: RequestTicket | undefined;
   #conn: UpstreamConnection | undefined;
   #upHead = '';
+  /** When the request began (clock ms), read only for the access log. */
   #requestStartMs = 0;
-  #sentMs = 0;
-  #upstreamReadMs = 0;
   #bodyRemaining = 0;
   #scanner: ChunkedScanner | undefined;
   #hasBody = false;
@@ -130,7 +147,7 @@ export class Http1Downstream implements ResponseSink {
     this.#clientAddress = socket.remoteAddress ?? '';
     const now = ctx.clock.now();
     this.#openedAtMs = now;
-    this.#lastReadMs = now;
+    this.#timing.quietSinceMs = now;
     this.#maxAgeMs = ctx.recycle?.drawMaxAgeMs();
     socket.on('data', this.#onData);
     socket.on('end', this.#onEnd);
@@ -155,41 +172,66 @@ export class Http1Downstream implements ResponseSink {
     else this.#closeAfter = true;
   }
 
-  /** Timeouts and recycling age; called by the listener's sweep. */
+  /**
+   * Timeouts and recycling age; called by the listener's sweep. The hot path keeps counters
+   * only (reads, requests, upstream attempts, upstream reads); the sweep notes when each last
+   * changed, so deadlines are measured to within one sweep interval without reading the
+   * clock per request.
+   */
   check(nowMs: number): void {
+    const t = this.#timing;
+    if (t.events !== this.#events) {
+      t.events = this.#events;
+      t.quietSinceMs = nowMs;
+    }
     const limits = this.#ctx.limits;
     switch (this.#state) {
       case S_HEAD:
-        if (this.#buf !== undefined || this.#headStartMs > 0) {
-          if (nowMs - this.#headStartMs >= limits.headersTimeoutMs) this.#reject(408, 'request-timeout', true);
-        } else if (nowMs - this.#lastReadMs >= limits.idleTimeoutMs) {
+        if (this.#buf !== undefined) {
+          // A partial head of the next request: time it from when it was first seen.
+          if (t.headSeq !== this.#heads + 1) {
+            t.headSeq = this.#heads + 1;
+            t.headSinceMs = nowMs;
+          } else if (nowMs - t.headSinceMs >= limits.headersTimeoutMs) {
+            this.#reject(408, 'request-timeout', true);
+          }
+        } else if (nowMs - t.quietSinceMs >= limits.idleTimeoutMs) {
           this.#end();
         } else if (
           this.#maxAgeMs !== undefined &&
           nowMs - this.#openedAtMs >= this.#maxAgeMs &&
-          nowMs - this.#lastReadMs >= IDLE_CLOSE_DELAY_MS
+          nowMs - t.quietSinceMs >= IDLE_CLOSE_DELAY_MS
         ) {
           this.#end();
         }
         return;
       case S_BODY:
       case S_WAIT: {
-        if (
-          this.#state === S_BODY &&
-          limits.requestTimeoutMs > 0 &&
-          nowMs - this.#requestStartMs >= limits.requestTimeoutMs
-        ) {
-          if (this.#responded) this.#abortAll();
-          else this.#failRequest(408, 'request-timeout');
-          return;
+        if (this.#state === S_BODY && limits.requestTimeoutMs > 0) {
+          if (t.bodySeq !== this.#heads) {
+            t.bodySeq = this.#heads;
+            t.bodySinceMs = nowMs;
+          } else if (nowMs - t.bodySinceMs >= limits.requestTimeoutMs) {
+            if (this.#responded) this.#abortAll();
+            else this.#failRequest(408, 'request-timeout');
+            return;
+          }
         }
         const cfg = this.#cluster?.config;
         if (cfg === undefined || this.#conn === undefined) return;
+        if (t.attempt !== this.#attempts) {
+          t.attempt = this.#attempts;
+          t.attemptSinceMs = nowMs;
+        }
+        if (t.upReads !== this.#upReads) {
+          t.upReads = this.#upReads;
+          t.upQuietSinceMs = nowMs;
+        }
         if (!this.#responded) {
-          if (cfg.requestTimeoutMs > 0 && this.#sentMs > 0 && nowMs - this.#sentMs >= cfg.requestTimeoutMs) {
+          if (cfg.requestTimeoutMs > 0 && nowMs - t.attemptSinceMs >= cfg.requestTimeoutMs) {
             this.#upstreamFailed(new EvenlbError('EVENLB_TIMEOUT', 'upstream sent no response head in time'), false);
           }
-        } else if (cfg.bodyTimeoutMs > 0 && nowMs - this.#upstreamReadMs >= cfg.bodyTimeoutMs) {
+        } else if (cfg.bodyTimeoutMs > 0 && nowMs - t.upQuietSinceMs >= cfg.bodyTimeoutMs) {
           this.#abortAll();
         }
         return;
@@ -202,7 +244,7 @@ export class Http1Downstream implements ResponseSink {
   // ---- reading the client ----
 
   #read(chunk: Buffer): void {
-    this.#lastReadMs = this.#ctx.clock.now();
+    this.#events++;
     switch (this.#state) {
       case S_BODY:
         this.#body(chunk, 0);
@@ -227,7 +269,6 @@ export class Http1Downstream implements ResponseSink {
   #parse(): void {
     while (this.#state === S_HEAD && this.#buf !== undefined) {
       const buf = this.#buf;
-      if (this.#headStartMs === 0) this.#headStartMs = this.#lastReadMs;
       const limits = this.#ctx.limits;
       const head = parseRequestHead(buf, 0, limits.maxHeaderBytes, limits.maxHeaderCount);
       if (head === undefined) return;
@@ -235,7 +276,7 @@ export class Http1Downstream implements ResponseSink {
         this.#reject(head.error, head.reason, true);
         return;
       }
-      this.#headStartMs = 0;
+      this.#heads++;
       this.#begin(head, buf);
     }
   }
@@ -253,7 +294,6 @@ export class Http1Downstream implements ResponseSink {
     this.#method = method;
     this.#hasBody = head.chunked || head.contentLength > 0;
     this.#closeAfter = head.close;
-    this.#requestStartMs = this.#lastReadMs;
     this.#path = head.target;
     if (method === 'CONNECT') {
       this.#reject(405, 'method-not-allowed', true);
@@ -269,6 +309,7 @@ export class Http1Downstream implements ResponseSink {
       return;
     }
     const state = ctx.state();
+    this.#requestStartMs = state.accessLog ? ctx.clock.now() : 0;
     const match = state.routes.match(target.host, target.path, target.absolute);
     if (match === undefined) {
       this.#reject(404, 'no-route', this.#hasBody);
@@ -304,7 +345,6 @@ export class Http1Downstream implements ResponseSink {
     this.#connectRetried = false;
     this.#idempotentRetries = 0;
     this.#exclude = undefined;
-    this.#sentMs = 0;
     if (this.#hasBody) {
       this.#state = S_BODY;
       if (head.chunked) {
@@ -426,7 +466,7 @@ export class Http1Downstream implements ResponseSink {
 
   #attach(conn: UpstreamConnection): void {
     this.#conn = conn;
-    this.#sentMs = this.#ctx.clock.now();
+    this.#attempts++;
     const socket = conn.socket;
     const pending = this.#pendingBody;
     if (pending === undefined) {
@@ -453,7 +493,7 @@ export class Http1Downstream implements ResponseSink {
 
   onResponseHead(head: ResponseHead): void {
     this.#responded = true;
-    this.#upstreamReadMs = this.#ctx.clock.now();
+    this.#upReads++;
     if (RETRY_STATUS.has(head.status) && this.#mayRetryIdempotent()) {
       this.#status = head.status;
       this.#swallow = true;
@@ -481,7 +521,7 @@ export class Http1Downstream implements ResponseSink {
 
   onResponseBody(chunk: Buffer): void {
     if (this.#swallow) return;
-    this.#upstreamReadMs = this.#lastReadMs;
+    this.#upReads++;
     let ok: boolean;
     const head = this.#headOut;
     if (head === undefined) ok = this.socket.write(chunk);
@@ -655,6 +695,7 @@ export class Http1Downstream implements ResponseSink {
 
   /** The exchange is over: next request, or close. */
   #next(): void {
+    this.#events++;
     this.#cluster = undefined;
     this.#upstream = undefined;
     this.#scanner = undefined;

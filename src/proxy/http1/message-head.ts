@@ -85,6 +85,15 @@ function isToken(s: string, from: number, to: number): boolean {
   return true;
 }
 
+/**
+ * `name` equals `lower` ignoring ASCII case, for a token `name` of the same length as `lower`
+ * (lower-case letters and `-` only): no string is allocated, unlike `toLowerCase()`.
+ */
+export function named(name: string, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) if ((name.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
+  return true;
+}
+
 function isDigits(s: string): boolean {
   if (s.length === 0 || s.length > 15) return false;
   for (let i = 0; i < s.length; i++) {
@@ -96,6 +105,8 @@ function isDigits(s: string): boolean {
 
 /** `Connection` tokens: bit 1 = close, bit 2 = keep-alive. */
 function connectionFlags(value: string): number {
+  if (value.length === 10 && named(value, 'keep-alive')) return 2;
+  if (value.length === 5 && named(value, 'close')) return 1;
   let flags = 0;
   for (const part of value.split(',')) {
     const t = part.trim().toLowerCase();
@@ -103,6 +114,19 @@ function connectionFlags(value: string): number {
     else if (t === 'keep-alive') flags |= 2;
   }
   return flags;
+}
+
+let lastKeepAlive = '';
+let lastKeepAliveMs: number | undefined;
+
+/** `timeout=N` of a `Keep-Alive` value, in ms (servers repeat one value: the last is cached). */
+function keepAliveTimeoutMs(value: string): number | undefined {
+  if (value !== lastKeepAlive) {
+    const m = /(?:^|[,;\s])timeout\s*=\s*(\d+)/i.exec(value);
+    lastKeepAlive = value;
+    lastKeepAliveMs = m === null ? undefined : Number(m[1]) * 1000;
+  }
+  return lastKeepAliveMs;
 }
 
 /** Where the head ends (index of its blank line), or -1 / a HeadError when there is none yet. */
@@ -191,13 +215,13 @@ export function parseRequestHead(
     const name = headers[i] as string;
     switch (name.length) {
       case 4:
-        if (name.toLowerCase() === 'host') {
+        if (named(name, 'host')) {
           hosts++;
           host = headers[i + 1] as string;
         }
         break;
       case 14:
-        if (name.toLowerCase() === 'content-length') {
+        if (named(name, 'content-length')) {
           cls++;
           const v = headers[i + 1] as string;
           if (!isDigits(v)) return BAD_REQUEST;
@@ -205,20 +229,20 @@ export function parseRequestHead(
         }
         break;
       case 17:
-        if (name.toLowerCase() === 'transfer-encoding') {
+        if (named(name, 'transfer-encoding')) {
           tes++;
           if ((headers[i + 1] as string).toLowerCase() !== 'chunked') return BAD_REQUEST;
           chunked = true;
         }
         break;
       case 10:
-        if (name.toLowerCase() === 'connection') conn |= connectionFlags(headers[i + 1] as string);
+        if (named(name, 'connection')) conn |= connectionFlags(headers[i + 1] as string);
         break;
       case 7:
-        if (name.toLowerCase() === 'upgrade') upgrade = true;
+        if (named(name, 'upgrade')) upgrade = true;
         break;
       case 6:
-        if (name.toLowerCase() === 'expect') expect = true;
+        if (named(name, 'expect')) expect = true;
         break;
     }
   }
@@ -273,7 +297,7 @@ export function parseResponseHead(
     const value = headers[i + 1] as string;
     switch (name.length) {
       case 14:
-        if (name.toLowerCase() === 'content-length') {
+        if (named(name, 'content-length')) {
           if (!isDigits(value)) return BAD_REQUEST;
           const n = Number(value);
           if (contentLength >= 0 && n !== contentLength) return BAD_REQUEST;
@@ -281,19 +305,14 @@ export function parseResponseHead(
         }
         break;
       case 17:
-        if (name.toLowerCase() === 'transfer-encoding') {
+        if (named(name, 'transfer-encoding')) {
           transferEncoding = transferEncoding === undefined ? value : `${transferEncoding}, ${value}`;
         }
         break;
-      case 10: {
-        const lower = name.toLowerCase();
-        if (lower === 'connection') conn |= connectionFlags(value);
-        else if (lower === 'keep-alive') {
-          const m = /(?:^|[,;\s])timeout\s*=\s*(\d+)/i.exec(value);
-          if (m !== null) keepAliveMs = Number(m[1]) * 1000;
-        }
+      case 10:
+        if (named(name, 'connection')) conn |= connectionFlags(value);
+        else if (named(name, 'keep-alive')) keepAliveMs = keepAliveTimeoutMs(value);
         break;
-      }
     }
   }
   let chunked = false;
