@@ -1,15 +1,19 @@
 /**
  * An L7 listener: `http` (HTTP/1.1 and h2c prior knowledge on one port, told apart by the
- * HTTP/2 connection preface `PRI * HTTP/2.0`) or `https` (TLS, ALPN `h2` or `http/1.1`). One
- * node:http server and one node:http2 server per listener parse the traffic; a plain `net` /
- * `tls` server accepts connections and hands each to the right one.
+ * HTTP/2 connection preface `PRI * HTTP/2.0`) or `https` (TLS, ALPN `h2` or `http/1.1`). A
+ * plain `net` / `tls` server accepts connections and hands each to the right reader:
+ * HTTP/1.1 connections to the proxy's own data path (`Http1Downstream`, strict parsing,
+ * keep-alive upstream sockets, one sweep per listener for timeouts), HTTP/2 to a node:http2
+ * server. The data path hands the few requests it does not carry (HTTP/1.0, `Expect`,
+ * clusters reached over TLS or HTTP/2) to a node:http server with the bytes already read.
  *
- * Hardening on the HTTP/1.1 side: Node's strict parser (`insecureHTTPParser: false`) rejects
- * Content-Length with Transfer-Encoding, conflicting Content-Length and malformed chunking;
- * this listener adds its own checks on `rawHeaders` (duplicate Content-Length, any
- * Transfer-Encoding other than `chunked`, header count) and answers every rejected request
- * with 400 / 431 and `Connection: close` without forwarding a byte. Requests for hosts no
- * route serves get 404 and are never forwarded: the proxy is not an open proxy.
+ * Hardening on that node:http side matches the data path's: Node's strict parser
+ * (`insecureHTTPParser: false`) rejects Content-Length with Transfer-Encoding, conflicting
+ * Content-Length and malformed chunking; this listener adds its own checks on `rawHeaders`
+ * (duplicate Content-Length, any Transfer-Encoding other than `chunked`, header count) and
+ * answers every rejected request with 400 / 431 and `Connection: close` without forwarding a
+ * byte. Requests for hosts no route serves get 404 and are never forwarded: the proxy is not
+ * an open proxy.
  */
 
 import { readFileSync } from 'node:fs';
@@ -95,7 +99,7 @@ export class L7Listener {
     // Node silently drops headers past maxHeadersCount; keep one more so "too many" is detectable.
     this.#h1.maxHeadersCount = limits.maxHeaderCount + 1;
     this.#h1.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.#onClientError(err, socket));
-    // Never a tunnel or a protocol switch: CONNECT gets 405, Upgrade requests 501.
+    // No tunnels here: CONNECT gets 405; upgrades are carried only by the HTTP/1.1 data path.
     this.#h1.on('connect', (_req: IncomingMessage, socket: Socket) => this.#refuseRaw(socket, 405));
     this.#h1.on('upgrade', (_req: IncomingMessage, socket: Socket) => this.#refuseRaw(socket, 501));
     this.#h2 = http2.createServer({

@@ -9,8 +9,9 @@
  * Requests are answered strictly in order; pipelined requests wait in the buffer.
  *
  * Refused without forwarding a byte: malformed or smuggling-prone heads and chunked bodies
- * (400, connection closed), oversized heads (431), CONNECT (405), protocol upgrades (501),
- * hosts no route serves (404). A connect failure is retried once on another endpoint; a
+ * (400, connection closed), oversized heads (431), CONNECT (405), hosts no route serves
+ * (404). An upgrade request (WebSocket) goes to one picked endpoint; after its 101 the two
+ * sockets are spliced and carry the new protocol both ways. A connect failure is retried once on another endpoint; a
  * bodiless idempotent request whose reused socket failed before any response byte, or that
  * got 502/503/504 while `retries.idempotent` allows, is retried elsewhere. Requests this path
  * does not carry (HTTP/1.0, `Expect`, clusters reached over TLS or HTTP/2) hand the connection
@@ -33,7 +34,7 @@ import { rawReply, statusForError } from '../local-reply.js';
 import type { ProxyCluster } from '../proxy-cluster.js';
 import { splitRequestTarget } from '../route-table.js';
 import { ChunkedScanner } from './chunked-scanner.js';
-import { isHeadError, parseRequestHead, type RequestHead, type ResponseHead } from './message-head.js';
+import { isHeadError, named, parseRequestHead, type RequestHead, type ResponseHead } from './message-head.js';
 import type { Http1Upstream, ResponseSink, UpstreamConnection } from './upstream-pool.js';
 
 /** What a downstream connection needs from its listener. */
@@ -116,6 +117,8 @@ export class Http1Downstream implements ResponseSink {
   #ticket: RequestTicket | undefined;
   #conn: UpstreamConnection | undefined;
   #upHead = '';
+  /** The protocols an upgrade request asks for (WebSocket...); undefined for plain requests. */
+  #upgrade: string | undefined;
   /** When the request began (clock ms), read only for the access log. */
   #requestStartMs = 0;
   #bodyRemaining = 0;
@@ -299,10 +302,16 @@ export class Http1Downstream implements ResponseSink {
       this.#reject(405, 'method-not-allowed', true);
       return;
     }
-    if (head.upgrade) {
-      this.#reject(501, 'upgrade-not-supported', true);
+    // Protocol upgrades (WebSocket) are tunnelled after the upstream's 101; an `h2c` upgrade
+    // is declined by ignoring it (RFC 9113 §3.1 leaves that to the server), as is an upgrade
+    // with a body.
+    let upgrade = head.upgrade;
+    if (upgrade !== undefined && /(^|[\s,])h2c([\s,]|$)/i.test(upgrade)) upgrade = undefined;
+    if (upgrade !== undefined && this.#hasBody) {
+      this.#reject(400, 'bad-request', true);
       return;
     }
+    this.#upgrade = upgrade;
     const target = splitRequestTarget(head.target, head.host);
     if (target === undefined) {
       this.#reject(400, 'bad-request-target', true);
@@ -318,6 +327,10 @@ export class Http1Downstream implements ResponseSink {
     const cluster = match.cluster;
     const upstream = cluster.h1;
     if (upstream === undefined) {
+      if (upgrade !== undefined) {
+        this.#reject(501, 'upgrade-not-supported', true);
+        return;
+      }
       this.#handoff(buf);
       return;
     }
@@ -338,7 +351,7 @@ export class Http1Downstream implements ResponseSink {
       version: '1.1',
       hostRewrite: cluster.config.hostRewrite,
     });
-    this.#upHead = `${method} ${target.path} HTTP/1.1\r\n${serializeHeaders(headers)}${head.chunked ? 'transfer-encoding: chunked\r\n' : ''}\r\n`;
+    this.#upHead = `${method} ${target.path} HTTP/1.1\r\n${serializeHeaders(headers)}${head.chunked ? 'transfer-encoding: chunked\r\n' : ''}${upgrade === undefined ? '' : `connection: upgrade\r\nupgrade: ${upgrade}\r\n`}\r\n`;
     this.#status = 0;
     this.#responded = false;
     this.#swallow = false;
@@ -470,10 +483,10 @@ export class Http1Downstream implements ResponseSink {
     const socket = conn.socket;
     const pending = this.#pendingBody;
     if (pending === undefined) {
-      conn.send(this, this.#upHead, this.#method === 'HEAD');
+      conn.send(this, this.#upHead, this.#method === 'HEAD', this.#upgrade !== undefined);
     } else {
       socket.cork();
-      conn.send(this, this.#upHead, this.#method === 'HEAD');
+      conn.send(this, this.#upHead, this.#method === 'HEAD', this.#upgrade !== undefined);
       this.#pendingBody = undefined;
       this.#pendingBytes = 0;
       let ok = true;
@@ -513,6 +526,41 @@ export class Http1Downstream implements ResponseSink {
     const list = downstreamRawHeaders(head.headers, '1.1');
     // Held until the first body bytes (or the end): a small response leaves in one write.
     this.#headOut = `HTTP/1.1 ${head.status} ${head.statusText}\r\n${serializeHeaders(list)}${extra}\r\n`;
+  }
+
+  onUpgrade(conn: UpstreamConnection, head: ResponseHead, rest: Buffer): void {
+    const up = conn.socket;
+    const client = this.socket;
+    this.#conn = undefined;
+    this.#responded = true;
+    this.#status = 101;
+    this.#endTicket('success');
+    this.#answered(101, undefined);
+    let protocol = this.#upgrade as string;
+    for (let i = 0; i < head.headers.length; i += 2) {
+      const name = head.headers[i] as string;
+      if (name.length === 7 && named(name, 'upgrade')) protocol = head.headers[i + 1] as string;
+    }
+    const list = downstreamRawHeaders(head.headers, '1.1');
+    const out = `HTTP/1.1 101 ${head.statusText}\r\n${serializeHeaders(list)}connection: upgrade\r\nupgrade: ${protocol}\r\n\r\n`;
+    // From here on both sockets carry the upgraded protocol: splice them, with backpressure.
+    this.#state = S_CLOSED;
+    this.#detach();
+    client.on('error', () => {});
+    client.write(out, 'latin1');
+    if (rest.length > 0) client.write(rest);
+    const early = this.#buf;
+    this.#buf = undefined;
+    if (early !== undefined) up.write(early);
+    const teardown = (): void => {
+      client.destroy();
+      up.destroy();
+    };
+    client.once('close', teardown);
+    up.once('close', teardown);
+    client.pipe(up);
+    up.pipe(client);
+    if (this.#paused) client.resume();
   }
 
   #bodyless(status: number): boolean {

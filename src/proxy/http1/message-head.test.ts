@@ -67,7 +67,7 @@ describe('parseRequestHead: well-formed requests', () => {
       contentLength: -1,
       chunked: false,
       close: false,
-      upgrade: false,
+      upgrade: undefined,
       expect: false,
       length: s.length,
     });
@@ -211,18 +211,19 @@ describe('parseRequestHead: well-formed requests', () => {
 
   it('sets the upgrade and expect flags from their fields', () => {
     const plain = okReq(request('GET / HTTP/1.1', 'Host: a'));
-    expect(plain.upgrade).toBe(false);
+    expect(plain.upgrade).toBeUndefined();
     expect(plain.expect).toBe(false);
     expect(plain.chunked).toBe(false);
     expect(plain.contentLength).toBe(-1);
     const up = okReq(request('GET /ws HTTP/1.1', 'Host: a', 'Connection: Upgrade', 'Upgrade: websocket'));
-    expect(up.upgrade).toBe(true);
+    expect(up.upgrade).toBe('websocket');
     expect(up.expect).toBe(false);
     expect(up.close).toBe(false);
-    expect(okReq(request('GET / HTTP/1.1', 'Host: a', 'upgrade: h2c')).upgrade).toBe(true);
+    // A lone Upgrade field (no `Connection: upgrade`) asks for nothing.
+    expect(okReq(request('GET / HTTP/1.1', 'Host: a', 'upgrade: h2c')).upgrade).toBeUndefined();
     const ex = okReq(request('PUT / HTTP/1.1', 'Host: a', 'Expect: 100-continue', 'Content-Length: 10'));
     expect(ex.expect).toBe(true);
-    expect(ex.upgrade).toBe(false);
+    expect(ex.upgrade).toBeUndefined();
     expect(ex.contentLength).toBe(10);
     expect(okReq(request('PUT / HTTP/1.1', 'Host: a', 'EXPECT: 100-continue')).expect).toBe(true);
   });

@@ -28,8 +28,11 @@ export interface RequestHead {
   readonly chunked: boolean;
   /** `Connection: close` (or HTTP/1.0 without `keep-alive`). */
   readonly close: boolean;
-  /** An `Upgrade` field is present. */
-  readonly upgrade: boolean;
+  /**
+   * The protocols asked for when the request is an upgrade (an `Upgrade` field and `upgrade`
+   * listed in `Connection`); undefined otherwise (a lone `Upgrade` field means nothing).
+   */
+  readonly upgrade: string | undefined;
   /** An `Expect` field is present. */
   readonly expect: boolean;
   /** Bytes the head took, including the blank line (and any leading empty lines). */
@@ -103,7 +106,7 @@ function isDigits(s: string): boolean {
   return true;
 }
 
-/** `Connection` tokens: bit 1 = close, bit 2 = keep-alive. */
+/** `Connection` tokens: bit 1 = close, bit 2 = keep-alive, bit 4 = upgrade. */
 function connectionFlags(value: string): number {
   if (value.length === 10 && named(value, 'keep-alive')) return 2;
   if (value.length === 5 && named(value, 'close')) return 1;
@@ -112,6 +115,7 @@ function connectionFlags(value: string): number {
     const t = part.trim().toLowerCase();
     if (t === 'close') flags |= 1;
     else if (t === 'keep-alive') flags |= 2;
+    else if (t === 'upgrade') flags |= 4;
   }
   return flags;
 }
@@ -209,7 +213,7 @@ export function parseRequestHead(
   let tes = 0;
   let chunked = false;
   let conn = 0;
-  let upgrade = false;
+  let upgrade: string | undefined;
   let expect = false;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i] as string;
@@ -239,7 +243,7 @@ export function parseRequestHead(
         if (named(name, 'connection')) conn |= connectionFlags(headers[i + 1] as string);
         break;
       case 7:
-        if (named(name, 'upgrade')) upgrade = true;
+        if (named(name, 'upgrade')) upgrade = upgrade === undefined ? headers[i + 1] : `${upgrade}, ${headers[i + 1]}`;
         break;
       case 6:
         if (named(name, 'expect')) expect = true;
@@ -257,7 +261,7 @@ export function parseRequestHead(
     contentLength,
     chunked,
     close: (conn & 1) !== 0 || (minor === 0 && (conn & 2) === 0),
-    upgrade,
+    upgrade: (conn & 4) !== 0 ? upgrade : undefined,
     expect,
     length: end + 4 - start,
   };

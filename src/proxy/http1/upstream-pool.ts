@@ -26,6 +26,11 @@ export interface ResponseSink {
   /** The final response head (1xx heads are skipped). */
   onResponseHead(head: ResponseHead): void;
   onResponseBody(chunk: Buffer): void;
+  /**
+   * The upstream switched protocols (101) for an upgrade request: from now on `conn.socket`
+   * is a raw byte stream owned by the sink; `rest` holds bytes that came after the head.
+   */
+  onUpgrade(conn: UpstreamConnection, head: ResponseHead, rest: Buffer): void;
   /** The response is complete; the connection is already back in its pool. */
   onResponseEnd(): void;
   /** The exchange failed; `responded` is true once a response byte had arrived. */
@@ -78,6 +83,10 @@ export class UpstreamConnection implements ConnectionLife {
   #reusable = true;
   #responded = false;
   #error: Error | undefined;
+  #upgrade = false;
+  /** The socket carries an upgraded protocol (WebSocket...): never pooled again. */
+  tunnel = false;
+  readonly #onSocketData = (chunk: Buffer): void => this.#onData(chunk);
 
   constructor(pool: Http1EndpointPool, socket: Socket, nowMs: number, maxAgeMs: number | undefined, idleMs: number) {
     this.pool = pool;
@@ -86,7 +95,7 @@ export class UpstreamConnection implements ConnectionLife {
     this.idleSinceMs = nowMs;
     this.maxAgeMs = maxAgeMs;
     this.idleLimitMs = idleMs;
-    socket.on('data', (chunk: Buffer) => this.#onData(chunk));
+    socket.on('data', this.#onSocketData);
     socket.on('error', (err) => {
       this.#error ??= err;
     });
@@ -101,11 +110,15 @@ export class UpstreamConnection implements ConnectionLife {
     return this.requests > 1;
   }
 
-  /** Writes a request head; `headOnly` for HEAD requests (the response has no body). */
-  send(sink: ResponseSink, head: string, headOnly: boolean): void {
+  /**
+   * Writes a request head; `headOnly` for HEAD requests (the response has no body), `upgrade`
+   * when the request asks to switch protocols (a 101 then hands the socket to the sink).
+   */
+  send(sink: ResponseSink, head: string, headOnly: boolean, upgrade = false): void {
     this.#sink = sink;
     this.#phase = P_HEAD;
     this.#headOnly = headOnly;
+    this.#upgrade = upgrade;
     this.#reusable = true;
     this.#responded = false;
     this.requestSent = false;
@@ -150,6 +163,10 @@ export class UpstreamConnection implements ConnectionLife {
         }
         pos += head.length;
         if (head.status < 200) {
+          if (head.status === 101 && this.#upgrade) {
+            this.#switchProtocols(sink, head, buf.subarray(pos));
+            return;
+          }
           if (head.status === 101) {
             this.#fail(
               upstreamError(
@@ -169,6 +186,14 @@ export class UpstreamConnection implements ConnectionLife {
     }
     this.#body(sink, buf, pos);
     if (this.#sink === sink) sink.flush();
+  }
+
+  #switchProtocols(sink: ResponseSink, head: ResponseHead, rest: Buffer): void {
+    this.#sink = undefined;
+    this.#phase = P_IDLE;
+    this.tunnel = true;
+    this.socket.off('data', this.#onSocketData);
+    sink.onUpgrade(this, head, rest);
   }
 
   #startBody(head: ResponseHead): void {
