@@ -9,7 +9,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Dispatcher } from 'undici';
-import { downstreamRawHeaders, downstreamResponseHeaders } from './hop-headers.js';
+import { downstreamRawHeaders, downstreamResponseHeaders, isHopHeader } from './hop-headers.js';
 import { replyHttp1, replyHttp2, statusForError } from './local-reply.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -98,6 +98,8 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   #status = 0;
   #finished = false;
+  /** The upstream announced trailers: the stream waits for them before it ends. */
+  #trailers = false;
   readonly #resume = (): void => this.#controller?.resume();
 
   constructor(stream: ServerHttp2Stream, method: string, done: ExchangeDone) {
@@ -124,7 +126,11 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
     const out = downstreamResponseHeaders(headers, '1.1') as Record<string, string | string[] | number>;
     out[':status'] = statusCode;
     const empty = this.#headOnly || statusCode === 204 || statusCode === 304;
-    this.#stream.respond(out, { endStream: empty });
+    // A chunked HTTP/1.1 body may end in a trailer section: relay it as HTTP/2 trailers (an
+    // empty trailer block when there was none).
+    const te = headers['transfer-encoding'];
+    this.#trailers = !empty && (headers.trailer !== undefined || (te !== undefined && /chunked/i.test(String(te))));
+    this.#stream.respond(out, { endStream: empty, waitForTrailers: this.#trailers });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -136,10 +142,21 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
     }
   }
 
-  onResponseEnd(): void {
+  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Headers): void {
     if (this.#finished) return;
     this.#finished = true;
-    if (!this.#stream.writableEnded && !this.#stream.closed) this.#stream.end();
+    const s = this.#stream;
+    if (this.#trailers && !s.closed) {
+      s.once('wantTrailers', () => {
+        const out: Record<string, string | string[]> = {};
+        for (const [name, value] of Object.entries(trailers ?? {})) {
+          const lower = name.toLowerCase();
+          if (value !== undefined && !isHopHeader(lower) && lower !== 'content-length') out[lower] = value;
+        }
+        s.sendTrailers(out);
+      });
+    }
+    if (!s.writableEnded && !s.closed) s.end();
     this.#done(this.#status, undefined);
   }
 
