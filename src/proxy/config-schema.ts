@@ -29,13 +29,24 @@ export interface ListenerRecycle {
   readonly maxConnectionAgeMs?: number;
 }
 
+/** An `https` listener's certificates (PEM file paths). */
+export interface ListenerTlsConfig {
+  /** The certificate served when no `sni` entry matches the client's server name. */
+  readonly cert: string;
+  readonly key: string;
+  /** More certificates, chosen by the TLS server name: exact names or `*.suffix` (one label). */
+  readonly sni?: readonly { readonly serverNames: readonly string[]; readonly cert: string; readonly key: string }[];
+  /** When set, clients must present a certificate signed by this CA (mutual TLS). */
+  readonly clientCa?: string;
+}
+
 export interface ListenerConfig {
   readonly name: string;
   /** `host:port` (IPv6 as `[::1]:port`). */
   readonly address: string;
   readonly protocol: ListenerProtocol;
   /** PEM files for `https`. */
-  readonly tls?: { readonly cert: string; readonly key: string };
+  readonly tls?: ListenerTlsConfig;
   /** `tcp` only: the cluster connections are balanced over. */
   readonly cluster?: string;
   /** `tcp` only: `least-connections` (proxy-wide) or `maglev` (client address hash). */
@@ -143,7 +154,29 @@ export const proxyConfigSchema = {
           name: { type: 'string', pattern: NAME },
           address: { type: 'string', pattern: ADDRESS },
           protocol: { enum: ['http', 'https', 'tcp'] },
-          tls: strictObject({ cert: nonEmptyString, key: nonEmptyString }, ['cert', 'key']),
+          tls: strictObject(
+            {
+              cert: nonEmptyString,
+              key: nonEmptyString,
+              sni: {
+                type: 'array',
+                items: strictObject(
+                  {
+                    serverNames: {
+                      type: 'array',
+                      minItems: 1,
+                      items: { type: 'string', pattern: '^(\\*\\.)?[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?$' },
+                    },
+                    cert: nonEmptyString,
+                    key: nonEmptyString,
+                  },
+                  ['serverNames', 'cert', 'key'],
+                ),
+              },
+              clientCa: nonEmptyString,
+            },
+            ['cert', 'key'],
+          ),
           cluster: { type: 'string', pattern: NAME },
           balance: { enum: ['least-connections', 'maglev'] },
           maxConnectionAgeMs: posNum,

@@ -16,7 +16,6 @@
  * an open proxy.
  */
 
-import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2, { type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import net, { type Socket } from 'node:net';
@@ -27,12 +26,13 @@ import { createRandom } from '../core/random.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
-import type { ListenerConfig } from './config-schema.js';
+import type { ListenerConfig, ListenerTlsConfig } from './config-schema.js';
 import { forwardRequestToH2, forwardStreamToH2 } from './h2-upstream-exchange.js';
 import { upstreamRequestHeaders } from './hop-headers.js';
 import { type AccessEntry, type Http1Context, Http1Downstream } from './http1/downstream-connection.js';
 import { Http1ResponseExchange, Http2ResponseExchange } from './http1-upstream-exchange.js';
 import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
+import { ListenerTls } from './listener-tls.js';
 import { rawReply, replyHttp1, replyHttp2 } from './local-reply.js';
 import type { ProxyCluster } from './proxy-cluster.js';
 import { type RouteTable, splitRequestTarget } from './route-table.js';
@@ -66,6 +66,7 @@ export class L7Listener {
   readonly #h1: http.Server;
   readonly #h2: http2.Http2Server;
   readonly #front: net.Server | tls.Server;
+  readonly #tls: ListenerTls | undefined;
   readonly #proto: 'http' | 'https';
   readonly #sockets: ListenerSockets;
   readonly #sessions = new Set<Http2Session>();
@@ -115,15 +116,12 @@ export class L7Listener {
     this.#h2.on('session', (session) => this.#onSession(session));
     this.#h2.setTimeout(limits.idleTimeoutMs);
     if (config.protocol === 'https') {
-      const t = config.tls as { cert: string; key: string };
-      this.#front = tls.createServer(
-        { cert: readFileSync(t.cert), key: readFileSync(t.key), ALPNProtocols: ['h2', 'http/1.1'] },
-        (socket) => {
-          this.#sockets.track(socket);
-          if (socket.alpnProtocol === 'h2') this.#h2.emit('connection', socket);
-          else this.#serveHttp1(socket, undefined);
-        },
-      );
+      this.#tls = new ListenerTls(config.tls as ListenerTlsConfig);
+      this.#front = tls.createServer({ ...this.#tls.serverOptions(), ALPNProtocols: ['h2', 'http/1.1'] }, (socket) => {
+        this.#sockets.track(socket);
+        if (socket.alpnProtocol === 'h2') this.#h2.emit('connection', socket);
+        else this.#serveHttp1(socket, undefined);
+      });
       this.#front.on('tlsClientError', () => {});
     } else {
       this.#front = net.createServer({ noDelay: true }, (socket) => this.#sniff(socket));
@@ -210,6 +208,14 @@ export class L7Listener {
 
   get port(): number {
     return boundPort(this.#front);
+  }
+
+  /**
+   * Re-reads an `https` listener's certificate files; new connections get the new ones when
+   * they changed. Returns whether they changed; throws when a file cannot be used.
+   */
+  refreshTls(): boolean {
+    return this.#tls?.refresh(this.#front as tls.Server) ?? false;
   }
 
   /** Reads the first bytes: the HTTP/2 preface goes to the h2 server, anything else to HTTP/1.1. */

@@ -179,6 +179,13 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
       if (l.tls === undefined) throw configError(`${at}.tls`, 'is required for protocol "https" (cert and key files)');
       readable(`${at}.tls.cert`, l.tls.cert);
       readable(`${at}.tls.key`, l.tls.key);
+      l.tls.sni?.forEach((e, j) => {
+        readable(`${at}.tls.sni[${j}].cert`, e.cert);
+        readable(`${at}.tls.sni[${j}].key`, e.key);
+      });
+      if (l.tls.clientCa !== undefined) readable(`${at}.tls.clientCa`, l.tls.clientCa);
+    } else if (l.tls !== undefined) {
+      throw configError(`${at}.tls`, 'is only valid for protocol "https"');
     }
     if (protocol === 'tcp') {
       if (l.cluster === undefined) throw configError(`${at}.cluster`, 'is required for protocol "tcp"');

@@ -179,7 +179,12 @@ export class ProxyServer {
       const newListeners = new Map<string, Listener>();
       for (const l of config.listeners) {
         if (keepListener(l)) {
-          newListeners.set(l.name, this.#listeners.get(l.name) as Listener);
+          const kept = this.#listeners.get(l.name) as Listener;
+          // Same configuration, maybe rotated certificate files: serve the new ones.
+          if (kept instanceof L7Listener && kept.refreshTls()) {
+            this.logger.info({ listener: l.name }, 'listener certificates reloaded');
+          }
+          newListeners.set(l.name, kept);
           continue;
         }
         const listener: Listener =

@@ -62,6 +62,21 @@ const invalid: { name: string; yaml: string; field: RegExp }[] = [
     field: /"listeners\[0\]\.tls" is required for protocol "https"/,
   },
   {
+    name: 'TLS files on a plain-HTTP listener',
+    yaml: 'listeners: [{ address: "127.0.0.1:0", tls: { cert: /etc/passwd, key: /etc/passwd } }]\nclusters: [{ name: a, target: "static:///127.0.0.1:1" }]',
+    field: /"listeners\[0\]\.tls" is only valid for protocol "https"/,
+  },
+  {
+    name: 'an unreadable SNI certificate',
+    yaml: 'listeners: [{ address: "127.0.0.1:0", protocol: https, tls: { cert: /etc/passwd, key: /etc/passwd, sni: [{ serverNames: [a.example], cert: /nonexistent/a.crt, key: /etc/passwd }] } }]\nclusters: [{ name: a, target: "static:///127.0.0.1:1" }]',
+    field: /"listeners\[0\]\.tls\.sni\[0\]\.cert" must name a readable file \(ENOENT\); received "\/nonexistent\/a\.crt"/,
+  },
+  {
+    name: 'a malformed SNI server name',
+    yaml: 'listeners: [{ address: "127.0.0.1:0", protocol: https, tls: { cert: /etc/passwd, key: /etc/passwd, sni: [{ serverNames: ["a..b/c"], cert: /etc/passwd, key: /etc/passwd }] } }]\nclusters: [{ name: a, target: "static:///127.0.0.1:1" }]',
+    field: /"listeners\[0\]\.tls\.sni\[0\]\.serverNames\[0\]"/,
+  },
+  {
     name: 'negative limit',
     yaml: 'listeners: [{ address: "127.0.0.1:0", limits: { maxHeaderCount: -1 } }]\nclusters: [{ name: a, target: "static:///127.0.0.1:1" }]',
     field: /"listeners\[0\]\.limits\.maxHeaderCount" must be >= 1; received -1/,

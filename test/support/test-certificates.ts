@@ -1,7 +1,7 @@
 /**
- * Test PKI: a throwaway CA and a leaf certificate for a DNS name only (no IP SAN), generated
- * at test time with the `openssl` CLI, so TLS tests prove that verification follows the
- * Service name and never the endpoint IP. Results are cached per process and name.
+ * Test PKI: a throwaway CA and a leaf certificate (usable by servers and clients) for a DNS
+ * name only (no IP SAN), generated at test time with the `openssl` CLI, so TLS tests prove that
+ * verification follows the Service name and never the endpoint IP. Results are cached per process and name.
  *
  * @example
  * const pki = testCertificates('test-service.default.svc');
@@ -50,7 +50,7 @@ export function testCertificates(dnsName: string, label = 'default'): TestCertif
       `/CN=evenlb test CA ${label}`,
     ]);
     openssl(dir, ['req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', `/CN=${dnsName}`]);
-    writeFileSync(join(dir, 'ext.cnf'), `subjectAltName=DNS:${dnsName}\nextendedKeyUsage=serverAuth\n`);
+    writeFileSync(join(dir, 'ext.cnf'), `subjectAltName=DNS:${dnsName}\nextendedKeyUsage=serverAuth,clientAuth\n`);
     openssl(dir, [
       'x509',
       '-req',
