@@ -69,7 +69,8 @@ const invalid: { name: string; yaml: string; field: RegExp }[] = [
   {
     name: 'an unreadable SNI certificate',
     yaml: 'listeners: [{ address: "127.0.0.1:0", protocol: https, tls: { cert: /etc/passwd, key: /etc/passwd, sni: [{ serverNames: [a.example], cert: /nonexistent/a.crt, key: /etc/passwd }] } }]\nclusters: [{ name: a, target: "static:///127.0.0.1:1" }]',
-    field: /"listeners\[0\]\.tls\.sni\[0\]\.cert" must name a readable file \(ENOENT\); received "\/nonexistent\/a\.crt"/,
+    field:
+      /"listeners\[0\]\.tls\.sni\[0\]\.cert" must name a readable file \(ENOENT\); received "\/nonexistent\/a\.crt"/,
   },
   {
     name: 'a malformed SNI server name',
