@@ -56,8 +56,10 @@ const CONNECT_FAILURE_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_SOCKET',
 ]);
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
-const RETRY_STATUS = new Set([502, 503, 504]);
+/** Methods safe to send again (RFC 9110 §9.2.2). */
+export const IDEMPOTENT: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+/** Statuses an idempotent request is retried on elsewhere (with `retryIdempotent`). */
+export const RETRY_STATUS: ReadonlySet<number> = new Set([502, 503, 504]);
 
 function isAbort(err: Error): boolean {
   const code = (err as { code?: unknown }).code;

@@ -23,6 +23,7 @@
  */
 import type { Socket } from 'node:net';
 import type { RequestTicket } from '../../cluster/cluster.js';
+import { IDEMPOTENT, RETRY_STATUS } from '../../cluster/routed-request.js';
 import type { Clock } from '../../core/clock.js';
 import { EvenlbError } from '../../core/errors.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
@@ -65,8 +66,6 @@ export interface AccessEntry {
   readonly cluster: string;
 }
 
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
-const RETRY_STATUS = new Set([502, 503, 504]);
 /** Request body bytes held while the upstream socket connects before the client is paused. */
 const MAX_PENDING_BODY_BYTES = 64 * 1024;
 /** Response bodies up to this size leave in the same write as their head. */
@@ -706,18 +705,7 @@ export class Http1Downstream implements ResponseSink {
   /** A local reply for the current request (nothing of a response was written yet). */
   #failRequest(status: number, reason: string): void {
     const close = this.#closeAfter || this.#state === S_BODY;
-    this.#ctx.metrics.observeDownstream(this.#ctx.listener, status);
-    if (this.#ctx.state().accessLog) {
-      this.#ctx.access({
-        client: this.#clientAddress,
-        method: this.#method,
-        path: this.#path,
-        status,
-        reason,
-        startMs: this.#requestStartMs,
-        cluster: this.#cluster?.name ?? '',
-      });
-    }
+    this.#answered(status, reason);
     this.socket.write(rawReply(status, reason, close), 'latin1');
     if (close) this.#closeAfter = true;
     this.#next();
