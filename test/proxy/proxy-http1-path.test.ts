@@ -803,6 +803,30 @@ describe('proxy HTTP/1.1 data path', () => {
     }
   });
 
+  it('answers a pipelined request that follows a refused one (404) on the same connection', async () => {
+    const c = await RawConn.open(port);
+    try {
+      c.write(
+        `GET http://elsewhere.example/x HTTP/1.1\r\nHost: elsewhere.example\r\n\r\n${get('echo.test', '/after')}`,
+      );
+      const refused = await c.read();
+      expect(refused.status).toBe(404);
+      const next = await c.read();
+      expect(next.status).toBe(200);
+      expect(next.body.toString()).toBe('GET /after 0');
+    } finally {
+      c.destroy();
+    }
+  });
+
+  it('gives up a request whose client half-closes before the body is complete', async () => {
+    const c = await RawConn.open(port);
+    c.write('POST /upload HTTP/1.1\r\nHost: echo.test\r\nContent-Length: 1000\r\n\r\n0123456789');
+    await sleep(100);
+    c.socket.end();
+    await waitFor(() => c.closed, 3000, 'the proxy to close the connection');
+  });
+
   it('honours Connection: close: connection: close in the response, then the socket closes', async () => {
     const c = await RawConn.open(port);
     try {

@@ -286,7 +286,8 @@ export class Http1Downstream implements ResponseSink {
   #begin(head: RequestHead, buf: Buffer): void {
     const ctx = this.#ctx;
     const rest = head.length < buf.length ? buf.subarray(head.length) : undefined;
-    this.#buf = undefined;
+    // Pipelined bytes stay buffered: a request refused below leaves the next one to parse.
+    this.#buf = rest;
     if (head.minor === 0 || head.expect) {
       // HTTP/1.0 framing and `100-continue` are node:http's job.
       this.#handoff(buf);
@@ -368,11 +369,11 @@ export class Http1Downstream implements ResponseSink {
       }
       // Look at the body bytes already here before sending anything: a malformed chunked
       // body that came with its head is refused without the head reaching a backend.
+      this.#buf = undefined;
       if (rest !== undefined) this.#body(rest, 0);
       if (this.#state === S_CLOSED) return;
     } else {
       this.#state = S_WAIT;
-      this.#buf = rest;
     }
     this.#dispatch();
   }
@@ -717,8 +718,8 @@ export class Http1Downstream implements ResponseSink {
     const ctx = this.#ctx;
     ctx.metrics.rejected(ctx.listener, reason);
     ctx.metrics.observeDownstream(ctx.listener, status);
-    this.#buf = undefined;
     if (close) {
+      this.#buf = undefined;
       this.#state = S_CLOSED;
       this.socket.end(rawReply(status, reason, true), 'latin1');
       this.socket.destroySoon();
@@ -753,9 +754,14 @@ export class Http1Downstream implements ResponseSink {
   }
 
   #peerEnded(): void {
-    // The client finished sending: answer what is in flight, then close.
+    // The client finished sending: answer what is in flight, then close. A request body cut
+    // short can never complete: give up on it.
     if (this.#state === S_HEAD) this.#end();
-    else this.#closeAfter = true;
+    else if (this.#state === S_BODY) {
+      this.#abortUpstream('aborted');
+      this.#answered(0, 'client-closed');
+      this.#destroy();
+    } else this.#closeAfter = true;
   }
 
   #end(): void {
