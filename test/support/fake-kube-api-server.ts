@@ -5,12 +5,17 @@
  * and a typed `kind` (`EndpointSliceList`), WATCH streams chunked JSON lines from a
  * resourceVersion (replaying a bounded history, `ERROR` 410 `Expired` when that version was
  * compacted away), bookmarks are sent to watches that ask for them, label and field selectors
- * filter, a missing object is a 404 Status, and a bearer token can be required.
+ * filter, a missing object is a 404 Status, and a bearer token can be required. A LIST with
+ * `limit` is paged as kube-apiserver pages it: items in a stable (namespace/name) order, an
+ * opaque `metadata.continue` token and `remainingItemCount` while more remain, every page of one
+ * list served from the snapshot taken by its first page (same resourceVersion), and a continue
+ * token whose snapshot was compacted (`compactHistory`, `expireContinueTokens`) answered
+ * `410 Expired`.
  *
  * Tests change the world through hooks: `applyEndpointSlice` / `deleteEndpointSlice`,
  * `applyService` / `deleteService` (each bumps the global resourceVersion and notifies
  * watches), and break it with `expireWatches`, `compactHistory`, `dropWatches` (socket
- * destroy), `stallWatches` (send nothing), `endWatches`, `failRequests` / `clearFailures`, `setToken`, and
+ * destroy), `stallWatches` (send nothing), `endWatches`, `expireContinueTokens`, `failRequests` / `clearFailures`, `setToken`, and
  * `down()` / `up()` (stop listening and come back on the same port; objects and history are
  * kept, and may be changed while down). Every request is recorded in `requests` with its RBAC
  * verb. `endpointSlice()` and `service()` build objects of the real shape.
@@ -351,6 +356,28 @@ function statusObject(code: number, message: string, details?: Status['details']
   };
 }
 
+/** kube-apiserver's message for a continue token whose snapshot was compacted. */
+const CONTINUE_EXPIRED =
+  'The provided continue parameter is too old to display a consistent list result. You can start a new list ' +
+  'without the continue parameter.';
+
+/** An opaque continue token (base64 JSON, like kube-apiserver's). */
+function encodeContinue(position: { id: number; offset: number }): string {
+  return Buffer.from(JSON.stringify({ v: 'fake.k8s.io/v1', ...position })).toString('base64url');
+}
+
+function decodeContinue(token: string): { id: number; offset: number } | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
+    if (typeof value !== 'object' || value === null) return undefined;
+    const { v, id, offset } = value as Record<string, unknown>;
+    if (v !== 'fake.k8s.io/v1' || !Number.isInteger(id) || !Number.isInteger(offset)) return undefined;
+    return { id: id as number, offset: offset as number };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Strips `kind`/`apiVersion` as the API server does for items of a typed LIST. */
 function listItem(object: StoredObject): unknown {
   const { kind: _kind, apiVersion: _apiVersion, ...rest } = object;
@@ -375,6 +402,11 @@ export class FakeKubeApiServer {
   #token: string | undefined;
   #bookmarkTimer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** Snapshots behind outstanding continue tokens, by id. */
+  readonly #listSnapshots = new Map<number, { readonly rv: number; readonly items: readonly unknown[] }>();
+  #nextSnapshotId = 1;
+  /** Continue requests still to be answered 410 Expired (`expireContinueTokens({ next })`). */
+  #expireNextContinues = 0;
 
   private constructor(options: FakeKubeApiServerOptions) {
     this.#options = options;
@@ -524,6 +556,19 @@ export class FakeKubeApiServer {
   compactHistory(): void {
     this.#history.length = 0;
     this.#compactedRv = this.#rv;
+    this.#listSnapshots.clear();
+  }
+
+  /**
+   * Expires continue tokens, as compaction does: with no argument every token handed out so far;
+   * with `{ next: n }` also the next `n` continue requests (even for tokens issued later), so a
+   * test can break a paged LIST in the middle. Returns how many outstanding tokens were dropped.
+   */
+  expireContinueTokens(options: { next?: number } = {}): number {
+    const n = this.#listSnapshots.size;
+    this.#listSnapshots.clear();
+    this.#expireNextContinues += options.next ?? 0;
+    return n;
   }
 
   /** Sends `ERROR` 410 Expired to every open watch and ends it (etcd compaction mid-stream). */
@@ -756,18 +801,46 @@ export class FakeKubeApiServer {
     }
 
     if (!watch) {
-      const items = [...this.#objects.entries()]
-        .filter(([key, o]) => key.startsWith(`${route.resource}/`) && matches(o))
-        .map(([, o]) => listItem(o));
+      const limit = query.limit === undefined || query.limit === '' ? 0 : Number(query.limit);
+      if (!Number.isInteger(limit) || limit < 0) return fail(400, `invalid limit: ${JSON.stringify(query.limit)}`);
+      let rv = this.#rv;
+      let items: readonly unknown[];
+      let offset = 0;
+      const token = query.continue;
+      if (token !== undefined && token !== '') {
+        const decoded = decodeContinue(token);
+        if (decoded === undefined) return fail(400, 'continue key is not valid: malformed token');
+        const snapshot = this.#listSnapshots.get(decoded.id);
+        if (this.#expireNextContinues > 0 || snapshot === undefined || snapshot.rv < this.#compactedRv) {
+          if (this.#expireNextContinues > 0) this.#expireNextContinues--;
+          this.#listSnapshots.delete(decoded.id);
+          return fail(410, CONTINUE_EXPIRED, undefined);
+        }
+        this.#listSnapshots.delete(decoded.id);
+        rv = snapshot.rv;
+        items = snapshot.items;
+        offset = decoded.offset;
+      } else {
+        // Stable order, as etcd's key order: namespace, then name.
+        items = [...this.#objects.entries()]
+          .filter(([key, o]) => key.startsWith(`${route.resource}/`) && matches(o))
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+          .map(([, o]) => listItem(structuredClone(o)));
+      }
+      const end = limit === 0 ? items.length : Math.min(items.length, offset + limit);
+      const metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number } = {
+        resourceVersion: String(rv),
+      };
+      if (end < items.length) {
+        const id = this.#nextSnapshotId++;
+        this.#listSnapshots.set(id, { rv, items });
+        metadata.continue = encodeContinue({ id, offset: end });
+        metadata.remainingItemCount = items.length - end;
+      }
       record(200);
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
-        JSON.stringify({
-          kind: info.listKind,
-          apiVersion: info.version,
-          metadata: { resourceVersion: String(this.#rv) },
-          items,
-        }),
+        JSON.stringify({ kind: info.listKind, apiVersion: info.version, metadata, items: items.slice(offset, end) }),
       );
       return;
     }

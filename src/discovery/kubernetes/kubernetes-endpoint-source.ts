@@ -26,7 +26,7 @@ import {
 } from './kube-connection.js';
 import { isRecord } from './kube-objects.js';
 import { defaultKubernetesWatchCache, KubernetesWatchCache, type ServiceWatchLease } from './kubernetes-watch-cache.js';
-import type { ReflectorStats, WatchTiming } from './resource-reflector.js';
+import { DEFAULT_LIST_PAGE_SIZE, type ReflectorStats, type WatchTiming } from './resource-reflector.js';
 import { ServiceWatch } from './service-watch.js';
 
 export type KubernetesTarget = Extract<Target, { scheme: 'k8s' }>;
@@ -53,6 +53,8 @@ export interface KubernetesSourceOptions {
   readonly watchTimeoutSeconds?: number;
   /** Deadline of a LIST and of a watch's response headers (ms), default 30000. */
   readonly requestTimeoutMs?: number;
+  /** Objects per LIST page (the `limit` query parameter), default 500; `continue` is followed to the end. */
+  readonly listPageSize?: number;
   readonly clock?: Clock;
   readonly random?: Random;
   /** Receives warnings (an FQDN slice skipped); default `process.emitWarning`. */
@@ -100,6 +102,7 @@ export const kubernetesSourceOptionsSpec = {
   watchIdleTimeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 300_000 }),
   watchTimeoutSeconds: opt.int({ min: 1, default: 240 }),
   requestTimeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 30_000 }),
+  listPageSize: opt.int({ min: 1, default: DEFAULT_LIST_PAGE_SIZE }),
   clock: opt.custom('a Clock ({ now, setTimeout })', isClock, { optional: true }),
   random: opt.custom('a Random ({ next, int })', isRandom, { optional: true }),
   onWarning: opt.custom('a function', isFunction, { optional: true }),
@@ -188,6 +191,7 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
       connectionKey(config),
       `${target.namespace}/${target.name}`,
       JSON.stringify(timing),
+      `limit=${options.listPageSize}`,
       `clock#${identity(clock)}`,
       `random#${identity(random)}`,
     ].join(' ');
@@ -195,7 +199,15 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
     this.#lease = cache.acquire(
       key,
       () =>
-        new ServiceWatch({ connection: config, namespace: target.namespace, name: target.name, clock, random, timing }),
+        new ServiceWatch({
+          connection: config,
+          namespace: target.namespace,
+          name: target.name,
+          clock,
+          random,
+          timing,
+          listPageSize: options.listPageSize,
+        }),
     );
     this.#unsubscribe = this.#lease.watch.subscribe(() => this.#update());
     this.#update();

@@ -3,6 +3,10 @@
  * rules). It LISTs once, then WATCHes from the list's resourceVersion with bookmarks, keeping
  * an in-memory copy of the selected objects:
  *
+ * - the LIST is paged (`limit`, following `metadata.continue` until it is empty); the copy is
+ *   replaced only after the last page, and the watch starts from the last page's
+ *   resourceVersion. A continue token that expired (`410`) restarts the list from the
+ *   beginning as one unpaged request, as client-go's pager does;
  * - a stream the server ends cleanly (its `timeoutSeconds`) is resumed from the last
  *   resourceVersion seen (events and bookmarks advance it), without a new LIST;
  * - `410` (an `ERROR` event or the HTTP status, reason `Expired`/`Gone`) means the
@@ -51,13 +55,22 @@ export interface ReflectorOptions<T> {
   readonly clock: Clock;
   readonly random: Random;
   readonly timing: WatchTiming;
+  /** Objects per LIST page (`limit`); default 500. */
+  readonly listPageSize?: number | undefined;
   readonly onChange: () => void;
 }
 
+/** The default number of objects per LIST page (client-go's reflector uses 500 too). */
+export const DEFAULT_LIST_PAGE_SIZE = 500;
+
 /** Counters, for diagnostics and tests. */
 export interface ReflectorStats {
-  /** Successful LISTs (the first one and every re-list). */
+  /** Successful LISTs (the first one and every re-list), each counted once however many pages. */
   lists: number;
+  /** LIST pages received (one per LIST request answered with a page). */
+  listPages: number;
+  /** Paged LISTs restarted because a continue token expired. */
+  continueExpired: number;
   /** Re-lists caused by 410 Expired/Gone. */
   expired: number;
   /** Watch streams opened. */
@@ -75,7 +88,15 @@ export class ResourceReflector<T> {
   readonly #o: ReflectorOptions<T>;
   readonly #backoff: Backoff;
   readonly #items = new Map<string, T>();
-  readonly stats: ReflectorStats = { lists: 0, expired: 0, watches: 0, idleRestarts: 0, failures: 0 };
+  readonly stats: ReflectorStats = {
+    lists: 0,
+    listPages: 0,
+    continueExpired: 0,
+    expired: 0,
+    watches: 0,
+    idleRestarts: 0,
+    failures: 0,
+  };
   #resourceVersion: string | undefined;
   #synced = false;
   #failure: EvenlbError | undefined;
@@ -147,19 +168,50 @@ export class ResourceReflector<T> {
         continue;
       }
       if (this.#closed) return;
-      const attempt = new Attempt(clock, timing.requestTimeoutMs);
+      let attempt = new Attempt(clock, timing.requestTimeoutMs);
       this.#attempt = attempt;
       let watching = false;
       try {
         if (needList) {
-          const listed = await client.get(path, query, attempt.signal);
-          attempt.dispose();
-          if (this.#closed) return;
-          if (listed.type === 'status') {
-            await this.#fail(this.#statusError('list', listed), listed.retryAfterMs);
-            continue;
+          // Pages of one LIST; each request gets a fresh attempt (and deadline).
+          const pageSize = this.#o.listPageSize ?? DEFAULT_LIST_PAGE_SIZE;
+          const items: unknown[] = [];
+          let listRv: string | undefined;
+          let token: string | undefined;
+          let paged = true;
+          let failed = false;
+          for (;;) {
+            const listed = await client.get(
+              path,
+              paged ? { ...query, limit: String(pageSize), continue: token } : query,
+              attempt.signal,
+            );
+            attempt.dispose();
+            if (this.#closed) return;
+            if (listed.type === 'status') {
+              if (token !== undefined && (listed.statusCode === 410 || isExpiredStatus(listed.status))) {
+                // The snapshot behind the token was compacted: start over with one full LIST.
+                this.stats.continueExpired++;
+                items.length = 0;
+                token = undefined;
+                paged = false;
+                attempt = this.#nextAttempt();
+                continue;
+              }
+              await this.#fail(this.#statusError('list', listed), listed.retryAfterMs);
+              failed = true;
+              break;
+            }
+            const page = this.#listPage(listed.value);
+            this.stats.listPages++;
+            for (const item of page.items) items.push(item);
+            listRv = page.resourceVersion;
+            token = page.continueToken;
+            if (!paged || token === undefined) break;
+            attempt = this.#nextAttempt();
           }
-          this.#applyList(listed.value);
+          if (failed) continue;
+          this.#applyList(items, listRv!);
           needList = false;
           // After a 410 the schedule resets only once the new watch delivers something.
           if (this.#expiredStreak === 0) this.#backoff.reset();
@@ -304,17 +356,34 @@ export class ResourceReflector<T> {
     }
   }
 
-  #applyList(value: unknown): void {
+  /** A fresh attempt for the next request of a paged LIST (so `close()` aborts it). */
+  #nextAttempt(): Attempt {
+    const attempt = new Attempt(this.#o.clock, this.#o.timing.requestTimeoutMs);
+    this.#attempt = attempt;
+    return attempt;
+  }
+
+  /** Checks one LIST page: its items, resourceVersion and continue token (absent on the last page). */
+  #listPage(value: unknown): { items: unknown[]; resourceVersion: string; continueToken: string | undefined } {
     const rv = resourceVersionOf(value);
-    if (!isRecord(value) || !Array.isArray(value.items) || rv === undefined) {
+    if (!isRecord(value) || !Array.isArray(value.items) || rv === undefined || !isRecord(value.metadata)) {
       throw new EvenlbError(
         ErrorCodes.DISCOVERY_FAILED,
         `${this.#o.description}: malformed LIST response (expected items and metadata.resourceVersion)`,
       );
     }
-    // Replace in one step: consumers never see a half-applied re-list.
+    const token = value.metadata.continue;
+    return {
+      items: value.items,
+      resourceVersion: rv,
+      continueToken: typeof token === 'string' && token !== '' ? token : undefined,
+    };
+  }
+
+  #applyList(items: readonly unknown[], rv: string): void {
+    // Replace in one step: consumers never see a half-applied re-list, nor a partial paged one.
     this.#items.clear();
-    for (const item of value.items) {
+    for (const item of items) {
       const name = objectName(item);
       if (name !== undefined && this.#o.accept(item)) this.#items.set(name, item);
     }

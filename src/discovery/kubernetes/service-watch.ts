@@ -33,6 +33,8 @@ export interface ServiceWatchOptions {
   readonly clock: Clock;
   readonly random: Random;
   readonly timing: WatchTiming;
+  /** Objects per LIST page; default 500. */
+  readonly listPageSize?: number | undefined;
 }
 
 /**
@@ -63,7 +65,7 @@ export class ServiceWatch {
   #closed = false;
 
   constructor(options: ServiceWatchOptions) {
-    const { namespace, name, clock, random, timing } = options;
+    const { namespace, name, clock, random, timing, listPageSize } = options;
     this.namespace = namespace;
     this.name = name;
     this.#connection = new KubeConnection(options.connection);
@@ -92,6 +94,7 @@ export class ServiceWatch {
       clock,
       random,
       timing,
+      listPageSize,
       onChange: notify,
     });
     this.#services = new ResourceReflector({
@@ -103,6 +106,7 @@ export class ServiceWatch {
       clock,
       random,
       timing,
+      listPageSize,
       onChange: notify,
     });
   }
