@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../core/errors.js';
-import { connectionKey, KubeConnection, resolveKubeConnectionConfig } from './kube-connection.js';
+import { checkProxyUrl, connectionKey, KubeConnection, resolveKubeConnectionConfig } from './kube-connection.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'evenlb-conn-'));
 const sa = join(dir, 'sa');
@@ -98,5 +98,25 @@ describe('KubeConnection', () => {
       message: expect.stringMatching(/cannot read the service-account token or CA/),
     });
     await conn.close();
+  });
+});
+
+describe('checkProxyUrl', () => {
+  it('accepts http:// proxies and rejects other schemes, naming the field without echoing credentials', () => {
+    expect(checkProxyUrl('http://proxy.corp:3128', 'cluster "c"')).toBe('http://proxy.corp:3128');
+    expect(checkProxyUrl('http://user:pw@10.0.0.9:8080', 'cluster "c"')).toBe('http://user:pw@10.0.0.9:8080');
+    for (const bad of ['socks5://user:secret@127.0.0.1:1080', 'https://proxy:443', 'proxy:3128', 'not a url']) {
+      let error: unknown;
+      try {
+        checkProxyUrl(bad, 'cluster "c"');
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toMatchObject({
+        code: ErrorCodes.INVALID_CONFIG,
+        message: expect.stringMatching(/^cluster "c": field "proxy-url" must be an http:\/\/ proxy URL/),
+      });
+      expect((error as Error).message).not.toContain('secret');
+    }
   });
 });

@@ -6,15 +6,18 @@
  * service-account token (rotated by the kubelet about hourly) and its CA are re-read from
  * their files, and kubeconfig users go through @kubernetes/client-node's authenticators (exec
  * plugins, OIDC, token files), which cache and refresh tokens themselves. The undici agent is
- * rebuilt only when the TLS material changes. @kubernetes/client-node is imported lazily, so
- * programs that never read a kubeconfig do not pay for loading it.
+ * rebuilt only when the TLS material (or the proxy) changes. A kubeconfig cluster's `proxy-url`
+ * (an `http://` proxy, as kubectl honours it) routes every request through undici's
+ * `ProxyAgent`: an HTTP CONNECT tunnel to the API server, TLS inside it for `https://` servers.
+ * @kubernetes/client-node is imported lazily, so programs that never read a kubeconfig do not
+ * pay for loading it.
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { delimiter, join } from 'node:path';
-import { Agent, type Dispatcher } from 'undici';
+import { Agent, type Dispatcher, ProxyAgent } from 'undici';
 import { ErrorCodes, EvenlbError } from '../../core/errors.js';
 
 /** The API server connection given explicitly (tests, out-of-cluster tools). */
@@ -129,11 +132,43 @@ interface TlsMaterial {
   servername?: string | undefined;
 }
 
+/** Credentials and transport of one request, before the dispatcher is chosen. */
+interface Credentials {
+  readonly server: string;
+  readonly headers: Record<string, string>;
+  readonly tls: TlsMaterial;
+  /** An `http://` proxy to tunnel through (a kubeconfig cluster's `proxy-url`). */
+  readonly proxyUrl?: string | undefined;
+}
+
+/**
+ * Checks a kubeconfig cluster's `proxy-url`: only `http://HOST[:PORT]` proxies are supported
+ * (requests are tunnelled with HTTP CONNECT). Throws `EVENLB_INVALID_CONFIG` naming the field.
+ */
+export function checkProxyUrl(proxyUrl: string, where: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(proxyUrl);
+  } catch {
+    url = undefined;
+  }
+  if (url?.protocol === 'http:' && url.hostname !== '') return proxyUrl;
+  // The received value without credentials, which may be embedded in it.
+  const received = url === undefined ? JSON.stringify(proxyUrl) : `"${url.protocol}//${url.host}"`;
+  throw new EvenlbError(
+    ErrorCodes.INVALID_CONFIG,
+    `${where}: field "proxy-url" must be an http:// proxy URL (http://HOST:PORT, reached with HTTP CONNECT); received ${received}`,
+    { details: { field: 'proxy-url', expected: 'http://HOST:PORT', received } },
+  );
+}
+
 /** What one request needs: the base URL, headers with fresh credentials, and the dispatcher. */
 export interface PreparedRequest {
   readonly server: string;
   readonly headers: Record<string, string>;
   readonly dispatcher: Dispatcher;
+  /** The proxy requests go through, if any. */
+  readonly proxyUrl?: string | undefined;
 }
 
 type KubeConfigInstance = import('@kubernetes/client-node').KubeConfig;
@@ -157,7 +192,7 @@ async function readTrimmed(path: string): Promise<string> {
 export class KubeConnection {
   readonly config: KubeConnectionConfig;
   readonly key: string;
-  #agent: Agent | undefined;
+  #agent: Dispatcher | undefined;
   #tlsFingerprint = '';
   #kubeConfig: Promise<KubeConfigInstance> | undefined;
   #closed = false;
@@ -169,11 +204,11 @@ export class KubeConnection {
 
   /** Fetches current credentials; throws `EVENLB_DISCOVERY_FAILED` when they cannot be read. */
   async prepare(): Promise<PreparedRequest> {
-    const { server, headers, tls } = await this.#credentials();
-    return { server: server.replace(/\/+$/, ''), headers, dispatcher: this.#dispatcherFor(tls) };
+    const { server, headers, tls, proxyUrl } = await this.#credentials();
+    return { server: server.replace(/\/+$/, ''), headers, dispatcher: this.#dispatcherFor(tls, proxyUrl), proxyUrl };
   }
 
-  async #credentials(): Promise<{ server: string; headers: Record<string, string>; tls: TlsMaterial }> {
+  async #credentials(): Promise<Credentials> {
     const config = this.config;
     const headers: Record<string, string> = { accept: 'application/json' };
     switch (config.type) {
@@ -213,7 +248,7 @@ export class KubeConnection {
   async #fromKubeConfig(
     config: Extract<KubeConnectionConfig, { type: 'kubeconfig' }>,
     headers: Record<string, string>,
-  ): Promise<{ server: string; headers: Record<string, string>; tls: TlsMaterial }> {
+  ): Promise<Credentials> {
     const kc = await this.#loadKubeConfig(config);
     const cluster = kc.getCurrentCluster()!;
     const opts: {
@@ -247,6 +282,7 @@ export class KubeConnection {
         rejectUnauthorized: opts.rejectUnauthorized !== false,
         servername: opts.servername,
       },
+      proxyUrl: cluster.proxyUrl === undefined || cluster.proxyUrl === '' ? undefined : cluster.proxyUrl,
     };
   }
 
@@ -285,32 +321,39 @@ export class KubeConnection {
         }
         kc.setCurrentContext(config.context);
       }
-      if (kc.getCurrentCluster() === null) throw new Error('the current context names no cluster');
+      const cluster = kc.getCurrentCluster();
+      if (cluster === null) throw new Error('the current context names no cluster');
+      if (cluster.proxyUrl !== undefined && cluster.proxyUrl !== '') {
+        checkProxyUrl(cluster.proxyUrl, `${describeConnection(config)}: cluster ${JSON.stringify(cluster.name)}`);
+      }
       return kc;
     } catch (err) {
+      if (err instanceof EvenlbError) throw err;
       throw failure(config, 'cannot load', err);
     }
   }
 
-  #dispatcherFor(tls: TlsMaterial): Dispatcher {
+  #dispatcherFor(tls: TlsMaterial, proxyUrl: string | undefined): Dispatcher {
     const fingerprint = digest(
       [tls.ca, tls.cert, tls.key].map((v) => (v === undefined ? '' : v.toString())).join('\0') +
-        `\0${tls.rejectUnauthorized}\0${tls.servername ?? ''}`,
+        `\0${tls.rejectUnauthorized}\0${tls.servername ?? ''}\0${proxyUrl ?? ''}`,
     );
     if (this.#agent !== undefined && fingerprint === this.#tlsFingerprint) return this.#agent;
     const previous = this.#agent;
     this.#tlsFingerprint = fingerprint;
-    this.#agent = new Agent({
-      // Watches are quiet for minutes: the watch code enforces its own idle timeout.
-      bodyTimeout: 0,
-      connect: {
-        rejectUnauthorized: tls.rejectUnauthorized,
-        ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-        ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-        ...(tls.key === undefined ? {} : { key: tls.key }),
-        ...(tls.servername === undefined ? {} : { servername: tls.servername }),
-      },
-    });
+    const connect = {
+      rejectUnauthorized: tls.rejectUnauthorized,
+      ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+      ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+      ...(tls.key === undefined ? {} : { key: tls.key }),
+      ...(tls.servername === undefined ? {} : { servername: tls.servername }),
+    };
+    // Watches are quiet for minutes: the watch code enforces its own idle timeout (bodyTimeout 0).
+    this.#agent =
+      proxyUrl === undefined
+        ? new Agent({ bodyTimeout: 0, connect })
+        : // Through the proxy: CONNECT to the API server, then the server's TLS inside the tunnel.
+          new ProxyAgent({ uri: proxyUrl, bodyTimeout: 0, requestTls: connect });
     // Requests still running on the old agent (a watch) finish there.
     previous?.close().catch(() => {});
     if (this.#closed) void this.#agent.destroy().catch(() => {});

@@ -414,7 +414,13 @@ export class ResourceReflector<T> {
         { cause: err },
       );
     }
-    if (err instanceof EvenlbError && err.code === ErrorCodes.DISCOVERY_FAILED) return err;
+    // Already explained (a bad kubeconfig names its field): report it as it is.
+    if (
+      err instanceof EvenlbError &&
+      (err.code === ErrorCodes.DISCOVERY_FAILED || err.code === ErrorCodes.INVALID_CONFIG)
+    ) {
+      return err;
+    }
     const message = err instanceof Error ? err.message : String(err);
     const code = isRecord(err) && typeof err.code === 'string' ? ` (${err.code})` : '';
     return new EvenlbError(
