@@ -122,6 +122,11 @@ export class ConnectionRegistry implements ConnectionHost {
     return this.#draining;
   }
 
+  get keepAliveTimeoutMs(): number | undefined {
+    const ms = (this.server as { keepAliveTimeout?: unknown }).keepAliveTimeout;
+    return typeof ms === 'number' ? ms : undefined;
+  }
+
   /** Installs recycler settings; `owner` identifies the recycler (one per server). */
   configure(owner: object, settings: RecyclerSettings): boolean {
     if (this.#owner !== undefined && this.#owner !== owner) return false;

@@ -6,15 +6,27 @@
  * without answering them, which tells the client they were not processed (RFC 9112 §9.3.2) —
  * so exactly `maxRequestsPerConnection` requests are served per connection.
  *
+ * With an age limit, every keep-alive response announces `Keep-Alive: timeout=<s>` no larger
+ * than the time the connection has left (nor than the server's `keepAliveTimeout`): clients
+ * that honour it (undici, Node's http.Agent, which subtract a safety threshold) stop reusing
+ * the socket while it is idle before the server would close it. HTTP/1 cannot close an idle
+ * connection without racing a client that is writing to it, so a response written with less
+ * than a whole second left — too little to announce — is sent with `Connection: close`
+ * instead: the connection retires up to a second early rather than by an idle close.
+ *
  * A connection that reaches its age while a response whose headers are already out is in
  * flight closes after its *next* response; if none comes, it is closed once it has been idle
- * for `idleCloseDelayMs` (HTTP/1 cannot close an idle connection without racing a client that
- * is writing to it; waiting until it has been quiet makes that race unlikely).
+ * for `idleCloseDelayMs` (a last resort for clients that ignore `Keep-Alive`: waiting until it
+ * has been quiet makes the race unlikely, not impossible).
  */
 import type http from 'node:http';
 import type net from 'node:net';
 import type { CloseReason } from '../pool/lifetime-policy.js';
 import { type ConnectionHost, TrackedConnection } from './tracked-connection.js';
+
+/** `Keep-Alive` counts whole seconds: with less than this left, close with the response. */
+const ANNOUNCE_UNIT_MS = 1000;
+const KEEP_ALIVE_TIMEOUT = /timeout=(\d+)/i;
 
 export class Http1Connection extends TrackedConnection {
   readonly protocol = 'http1' as const;
@@ -61,6 +73,8 @@ export class Http1Connection extends TrackedConnection {
     } else if (!res.shouldKeepAlive) {
       // The client asked for `Connection: close` (or spoke HTTP/1.0): this is its last request.
       this.#closeQueued = true;
+    } else if (this.maxAgeMs !== undefined) {
+      this.#beforeHeaders(res, () => this.#announceTimeLeft(res));
     }
     return true;
   }
@@ -96,6 +110,39 @@ export class Http1Connection extends TrackedConnection {
 
   #idleLongEnough(nowMs: number): boolean {
     return nowMs - this.idleSinceMs >= this.host.settings.options.idleCloseDelayMs;
+  }
+
+  /** Runs `action` right before `res` writes its headers (explicitly or on the first write/end). */
+  #beforeHeaders(res: http.ServerResponse, action: () => void): void {
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: http.ServerResponse, ...args: unknown[]) {
+      res.writeHead = writeHead;
+      if (!res.headersSent) action();
+      return (writeHead as (...a: unknown[]) => http.ServerResponse).apply(this, args);
+    } as typeof res.writeHead;
+  }
+
+  /**
+   * Headers of a keep-alive response are about to be written: announce how long the client may
+   * keep the connection idle — no longer than it has left — or, with less than a whole second
+   * left, make this response the last one.
+   */
+  #announceTimeLeft(res: http.ServerResponse): void {
+    if (!res.shouldKeepAlive || this.maxAgeMs === undefined || this.closed) return;
+    const leftMs = this.openedAtMs + this.maxAgeMs - this.host.settings.clock.now();
+    if (leftMs < ANNOUNCE_UNIT_MS && this.retiring === undefined && this.#pending.at(-1) === res) {
+      // onRetire makes `res` (the newest response, headers not yet out) carry the close.
+      this.retire('age');
+      if (!res.shouldKeepAlive) return;
+    }
+    let allowedMs = Math.max(0, leftMs);
+    const serverMs = this.host.keepAliveTimeoutMs;
+    if (serverMs !== undefined && serverMs > 0) allowedMs = Math.min(allowedMs, serverMs);
+    const own = res.getHeader('keep-alive');
+    const ownSeconds = typeof own === 'string' ? KEEP_ALIVE_TIMEOUT.exec(own)?.[1] : undefined;
+    if (ownSeconds !== undefined) allowedMs = Math.min(allowedMs, Number(ownSeconds) * 1000);
+    // Setting the header also stops Node from adding its own `Keep-Alive: timeout=<keepAliveTimeout>`.
+    res.setHeader('keep-alive', `timeout=${Math.floor(allowedMs / ANNOUNCE_UNIT_MS)}`);
   }
 
   /** Makes `res` the connection's last response: `Connection: close`, then close the socket. */

@@ -18,6 +18,8 @@ export interface ConnectionHost {
   readonly settings: RecyclerSettings;
   /** True once the server started draining: every connection retires with `shutdown`. */
   readonly draining: boolean;
+  /** The server's own HTTP/1 keep-alive timeout (`server.keepAliveTimeout`); 0 or undefined = none. */
+  readonly keepAliveTimeoutMs: number | undefined;
   /** Called exactly once, when the connection has closed. */
   onClosed(connection: TrackedConnection, reason: CloseReason): void;
 }
@@ -72,9 +74,15 @@ export abstract class TrackedConnection implements ConnectionLife {
   retire(reason: CloseReason): void {
     if (this.#closed || this.#retiring !== undefined) return;
     this.#retiring = reason;
-    const graceMs = this.host.settings.options.graceMs;
-    if (graceMs !== undefined && reason !== 'shutdown') {
-      this.#graceTimer = this.host.settings.clock.setTimeout(() => this.destroy(reason), graceMs);
+    const { options, clock } = this.host.settings;
+    if (options.graceMs !== undefined && reason !== 'shutdown') {
+      // An HTTP/1 connection may retire by age a little before its limit (its last response
+      // is sent with `Connection: close`): the grace still counts from the limit itself.
+      let graceMs = options.graceMs;
+      if (reason === 'age' && this.maxAgeMs !== undefined) {
+        graceMs += Math.max(0, this.openedAtMs + this.maxAgeMs - clock.now());
+      }
+      this.#graceTimer = clock.setTimeout(() => this.destroy(reason), graceMs);
     }
     this.onRetire(reason);
     this.arm();
