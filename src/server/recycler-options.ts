@@ -35,9 +35,12 @@ export const recyclerOptionsSpec = {
   graceMs: opt.number({ min: 0, optional: true }),
   /**
    * HTTP/1 has no race-free way to close an idle keep-alive connection: the client may be
-   * writing a request at that moment. A retiring connection (age reached, or draining) that is
-   * idle is therefore closed only once it has been idle this long; if a request comes first,
-   * its response carries `Connection: close`. Default 250 ms. HTTP/2 uses GOAWAY instead.
+   * writing a request at that moment. With an age limit, responses announce a
+   * `Keep-Alive: timeout` within the connection's time left (so clients honouring it drop the
+   * idle socket first) and the last second closes with `Connection: close`; a retiring
+   * connection that is idle anyway (a client ignoring `Keep-Alive`, or draining) is closed only
+   * once it has been idle this long; if a request comes first, its response carries
+   * `Connection: close`. Default 250 ms. HTTP/2 uses GOAWAY instead.
    */
   idleCloseDelayMs: opt.number({ min: 0, default: 250 }),
   clock: opt.custom('a Clock (an object with now() and setTimeout())', isClock, { default: systemClock }),
