@@ -27,46 +27,70 @@ afterEach(async () => {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+interface Loaded {
+  readonly ok: number;
+  readonly errors: readonly string[];
+  readonly counter: PerConnectionCounter;
+  readonly recycler: ReturnType<typeof recycleConnections>;
+}
+
+/**
+ * A server with the recycler (`maxConnectionAgeMs`, seeded jitter) and CLIENTS plain undici
+ * Clients, one per loop so each connection is idle exactly for the pause between requests,
+ * running for LOAD_MS (at most MAX_REQUESTS_PER_LOOP requests each).
+ */
+async function load(
+  maxConnectionAgeMs: number,
+  seed: number,
+  clientOptions: Client.Options,
+  pauseMs: (random: SeededRandom) => number,
+): Promise<Loaded> {
+  const counter = new PerConnectionCounter();
+  const server = http.createServer((req, res) => {
+    counter.add(req.socket);
+    res.end('ok');
+  });
+  const recycler = recycleConnections(server, {
+    maxConnectionAgeMs,
+    idleCloseDelayMs: IDLE_CLOSE_DELAY_MS,
+    random: new SeededRandom(seed),
+  });
+  cleanups.push(() => recycler.close());
+  const port = await listen(server);
+  cleanups.push(() => shutdown(server));
+  const until = Date.now() + LOAD_MS;
+  let ok = 0;
+  const errors: string[] = [];
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async (_, n) => {
+      const client = new Client(`http://127.0.0.1:${port}`, clientOptions);
+      cleanups.push(() => client.close());
+      const random = new SeededRandom(seed * 100 + n);
+      for (let i = 0; i < MAX_REQUESTS_PER_LOOP && Date.now() < until; i++) {
+        try {
+          const res = await client.request({ path: '/', method: 'GET' });
+          if ((await res.body.text()) === 'ok') ok++;
+          else errors.push('bad body');
+        } catch (err) {
+          errors.push(String((err as { code?: string }).code ?? err));
+        }
+        await sleep(pauseMs(random));
+      }
+    }),
+  );
+  return { ok, errors, counter, recycler };
+}
+
 describe('recycleConnections: HTTP/1.1 keep-alive clients pausing around the idle-close delay', () => {
   it('8 undici Clients (no retries), 5 s: connections recycle, 0 failed requests', async () => {
-    const counter = new PerConnectionCounter();
-    const server = http.createServer((req, res) => {
-      counter.add(req.socket);
-      res.end('ok');
-    });
-    const recycler = recycleConnections(server, {
-      maxConnectionAgeMs: MAX_CONNECTION_AGE_MS,
-      idleCloseDelayMs: IDLE_CLOSE_DELAY_MS,
-      random: new SeededRandom(11),
-    });
-    cleanups.push(() => recycler.close());
-    const port = await listen(server);
-    cleanups.push(() => shutdown(server));
-
-    const until = Date.now() + LOAD_MS;
-    let ok = 0;
-    const errors: string[] = [];
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async (_, n) => {
-        // One client per loop: its connection is idle exactly for the pause between requests.
-        const client = new Client(`http://127.0.0.1:${port}`);
-        cleanups.push(() => client.close());
-        const random = new SeededRandom(100 + n);
-        for (let i = 0; i < MAX_REQUESTS_PER_LOOP && Date.now() < until; i++) {
-          try {
-            const res = await client.request({ path: '/', method: 'GET' });
-            if ((await res.body.text()) === 'ok') ok++;
-            else errors.push('bad body');
-          } catch (err) {
-            errors.push(String((err as { code?: string }).code ?? err));
-          }
-          // Idle for the idle-close delay or 1 ms less (the client sees the response end a
-          // little after the server does): the next request races the server's idle close.
-          await sleep(IDLE_CLOSE_DELAY_MS - 1 + random.int(2));
-        }
-      }),
+    // Idle for the idle-close delay or 1 ms less (the client sees the response end a little
+    // after the server does): the next request races the server's idle close.
+    const { ok, errors, counter, recycler } = await load(
+      MAX_CONNECTION_AGE_MS,
+      11,
+      {},
+      (random) => IDLE_CLOSE_DELAY_MS - 1 + random.int(2),
     );
-
     expect(errors.length, `${errors.length} of ${ok + errors.length} failed: ${errors.slice(0, 5).join(', ')}`).toBe(0);
     expect(ok).toBeGreaterThan(100);
     // Connections were in fact recycled by age, many times over.
@@ -75,46 +99,13 @@ describe('recycleConnections: HTTP/1.1 keep-alive clients pausing around the idl
   }, 30_000);
 
   it('undici Clients honouring Keep-Alive to the millisecond, 2.5 s ages: keep-alive reuse, 0 failed', async () => {
-    const counter = new PerConnectionCounter();
-    const server = http.createServer((req, res) => {
-      counter.add(req.socket);
-      res.end('ok');
-    });
-    const recycler = recycleConnections(server, {
-      maxConnectionAgeMs: 2500,
-      idleCloseDelayMs: IDLE_CLOSE_DELAY_MS,
-      random: new SeededRandom(12),
-    });
-    cleanups.push(() => recycler.close());
-    const port = await listen(server);
-    cleanups.push(() => shutdown(server));
-
-    const until = Date.now() + LOAD_MS;
-    let ok = 0;
-    const errors: string[] = [];
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async (_, n) => {
-        // Threshold 0: the client reuses an idle socket for the whole announced timeout, the
-        // tightest a client may honour it.
-        const client = new Client(`http://127.0.0.1:${port}`, { keepAliveTimeoutThreshold: 0 });
-        cleanups.push(() => client.close());
-        const random = new SeededRandom(200 + n);
-        for (let i = 0; i < MAX_REQUESTS_PER_LOOP && Date.now() < until; i++) {
-          try {
-            const res = await client.request({ path: '/', method: 'GET' });
-            if ((await res.body.text()) === 'ok') ok++;
-            else errors.push('bad body');
-          } catch (err) {
-            errors.push(String((err as { code?: string }).code ?? err));
-          }
-          // Mostly the idle-close delay; one pause in ten around a whole second (the smallest
-          // announced timeout), so sockets also go idle right up to their announced limit.
-          const long = random.int(10) === 0;
-          await sleep(long ? 950 + random.int(101) : IDLE_CLOSE_DELAY_MS - 1 + random.int(2));
-        }
-      }),
+    // Threshold 0: the client reuses an idle socket for the whole announced timeout, the
+    // tightest a client may honour it. Mostly the idle-close delay; one pause in ten around a
+    // whole second (the smallest announced timeout), so sockets also go idle right up to their
+    // announced limit.
+    const { ok, errors, counter } = await load(2500, 12, { keepAliveTimeoutThreshold: 0 }, (random) =>
+      random.int(10) === 0 ? 950 + random.int(101) : IDLE_CLOSE_DELAY_MS - 1 + random.int(2),
     );
-
     expect(errors.length, `${errors.length} of ${ok + errors.length} failed: ${errors.slice(0, 5).join(', ')}`).toBe(0);
     const counts = counter.counts();
     // Connections lasted ~2.5 s at most, each carrying many requests (keep-alive still works).
