@@ -4,8 +4,8 @@
  * plain `net` / `tls` server accepts connections and hands each to the right reader:
  * HTTP/1.1 connections to the proxy's own data path (`Http1Downstream`, strict parsing,
  * keep-alive upstream sockets, one sweep per listener for timeouts), HTTP/2 to a node:http2
- * server. The data path hands the few requests it does not carry (HTTP/1.0, `Expect`,
- * clusters reached over TLS or HTTP/2) to a node:http server with the bytes already read.
+ * server. The data path hands the few requests it does not carry (HTTP/1.0, `Expect`, `h2`
+ * clusters) to a node:http server with the bytes already read.
  *
  * Hardening on that node:http side matches the data path's: Node's strict parser
  * (`insecureHTTPParser: false`) rejects Content-Length with Transfer-Encoding, conflicting

@@ -4,8 +4,8 @@
  * pools under the `LifetimePolicy`, stats). HTTP/1.1 upstreams are reached through
  * `Cluster.dispatch`; `h2` upstreams (gRPC) through an `H2SessionPool` that picks with the same
  * cluster's balancer, with its own outlier detector fed by stream outcomes (the cluster's
- * pools carry no h2 traffic). Plain-HTTP/1.1 upstreams are also reached by the proxy's own
- * HTTP/1.1 data path (`h1`), which picks with `Cluster.acquire`. It also answers "why can nothing be picked" for 503 replies.
+ * pools carry no h2 traffic). HTTP/1.1 upstreams (plain or TLS) are also reached by the proxy's
+ * own HTTP/1.1 data path (`h1`), which picks with `Cluster.acquire`. It also answers "why can nothing be picked" for 503 replies.
  */
 import { readFileSync } from 'node:fs';
 import { OutlierDetector } from '../balancing/outlier-detector.js';
@@ -19,6 +19,7 @@ import { H2SessionPool } from '../pool/h2-session-pool.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ClusterConfig } from './config-schema.js';
 import { Http1Upstream } from './http1/upstream-pool.js';
+import { normalizeHost } from './route-table.js';
 
 export interface ProxyClusterOptions {
   readonly clock?: Clock;
@@ -26,6 +27,12 @@ export interface ProxyClusterOptions {
   readonly observer?: ClusterObserver;
   /** An endpoint source to use instead of opening one for `config.target` (tests, embedding). */
   readonly source?: EndpointSource;
+}
+
+/** A Host value as a TLS server name: no port, no brackets, lower case. */
+function serverName(host: string): string {
+  const h = normalizeHost(host);
+  return h.charCodeAt(0) === 91 /* [ */ ? h.slice(1, -1) : h;
 }
 
 export class ProxyCluster {
@@ -41,6 +48,8 @@ export class ProxyCluster {
   /** `http://` or `https://` plus the cluster name: the origin handed to `Cluster.dispatch`. */
   readonly origin: string;
   readonly #outlier: OutlierDetector | undefined;
+  /** '' (plain HTTP), a configured TLS server name, or undefined: the request's host decides. */
+  readonly #fixedServername: string | undefined;
   readonly #unsubscribe: (() => void) | undefined;
   #closed = false;
 
@@ -81,15 +90,21 @@ export class ProxyCluster {
       random,
       ...(options.observer === undefined ? {} : { observer: options.observer }),
     });
-    this.h1 =
-      h2 || tls !== undefined
-        ? undefined
-        : new Http1Upstream(this.cluster, {
-            lifetime: new LifetimePolicy(lifetime, random, `clusters.${config.name}.lifetime`),
-            clock,
-            connectTimeoutMs: config.connectTimeoutMs,
-            maxConnections: undefined,
-          });
+    this.h1 = h2
+      ? undefined
+      : new Http1Upstream(this.cluster, {
+          lifetime: new LifetimePolicy(lifetime, random, `clusters.${config.name}.lifetime`),
+          clock,
+          connectTimeoutMs: config.connectTimeoutMs,
+          maxConnections: undefined,
+          ...(tls === undefined
+            ? {}
+            : { tls: { rejectUnauthorized: tls.rejectUnauthorized, ...(ca === undefined ? {} : { ca }) } }),
+        });
+    this.#fixedServername =
+      config.tls === undefined
+        ? ''
+        : (config.tls.servername ?? (config.hostRewrite === undefined ? undefined : serverName(config.hostRewrite)));
     if (h2) {
       const balancer = this.cluster.balancer;
       const outlier =
@@ -118,6 +133,17 @@ export class ProxyCluster {
         },
       });
     }
+  }
+
+  /**
+   * The TLS server name upstream sockets are verified for when a request asked for `host`:
+   * `tls.servername`, else the `hostRewrite` host, else the request's host (without its port);
+   * '' for plain-HTTP clusters.
+   */
+  servernameFor(host: string | undefined): string {
+    const fixed = this.#fixedServername;
+    if (fixed !== undefined) return fixed;
+    return host === undefined ? '' : serverName(host);
   }
 
   get balancer(): Cluster['balancer'] {

@@ -14,8 +14,8 @@
  * sockets are spliced and carry the new protocol both ways. A connect failure is retried once on another endpoint; a
  * bodiless idempotent request whose reused socket failed before any response byte, or that
  * got 502/503/504 while `retries.idempotent` allows, is retried elsewhere. Requests this path
- * does not carry (HTTP/1.0, `Expect`, clusters reached over TLS or HTTP/2) hand the connection
- * to the listener's `node:http` server, bytes and all.
+ * does not carry (HTTP/1.0, `Expect`, clusters reached over HTTP/2) hand the connection to the
+ * listener's `node:http` server, bytes and all.
  *
  * Timeouts are checked by the listener's sweep (`check(nowMs)`), not by a timer per request:
  * head and whole-request deadlines (408), the keep-alive idle limit, the upstream's response
@@ -113,6 +113,8 @@ export class Http1Downstream implements ResponseSink {
   #path = '';
   #cluster: ProxyCluster | undefined;
   #upstream: Http1Upstream | undefined;
+  /** The TLS server name for the upstream socket ('' for plain HTTP). */
+  #servername = '';
   #ticket: RequestTicket | undefined;
   #conn: UpstreamConnection | undefined;
   #upHead = '';
@@ -343,6 +345,7 @@ export class Http1Downstream implements ResponseSink {
     if (this.#ctx.recycle !== undefined && this.#recycleNow()) this.#closeAfter = true;
     this.#cluster = cluster;
     this.#upstream = upstream;
+    this.#servername = cluster.servernameFor(target.host);
     this.#path = target.path;
     const headers = upstreamRequestHeaders(head.headers, {
       clientAddress: this.#clientAddress,
@@ -461,7 +464,7 @@ export class Http1Downstream implements ResponseSink {
       return;
     }
     this.#ticket = ticket;
-    const conn = (this.#upstream as Http1Upstream).pool(ticket.endpoint).acquire(this);
+    const conn = (this.#upstream as Http1Upstream).pool(ticket.endpoint, this.#servername).acquire(this);
     if (conn !== undefined) this.#attach(conn);
   }
 
@@ -789,7 +792,7 @@ export class Http1Downstream implements ResponseSink {
     this.#conn = undefined;
     if (conn !== undefined) conn.abort('error');
     else if (this.#ticket !== undefined && this.#upstream !== undefined) {
-      this.#upstream.pool(this.#ticket.endpoint).cancel(this);
+      this.#upstream.pool(this.#ticket.endpoint, this.#servername).cancel(this);
     }
     this.#endTicket(outcome);
   }

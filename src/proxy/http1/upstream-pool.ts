@@ -1,5 +1,5 @@
 /**
- * Upstream connections for the proxy's HTTP/1.1 data path: plain keep-alive TCP sockets to
+ * Upstream connections for the proxy's HTTP/1.1 data path: keep-alive TCP (or TLS) sockets to
  * one endpoint each, one request at a time, reading the response with the strict head parser
  * and forwarding body bytes as they arrive (no copy, no re-framing). `Http1Upstream` holds
  * one `Http1EndpointPool` per endpoint of a cluster and follows the cluster: a pool whose
@@ -10,7 +10,8 @@
  * the proxy does not reuse a socket the server is about to close. Opened and closed sockets
  * are reported to the cluster, which counts them in its stats and metrics.
  */
-import net, { type Socket } from 'node:net';
+import net, { isIP, type Socket } from 'node:net';
+import tls from 'node:tls';
 import type { Cluster } from '../../cluster/cluster.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import type { Endpoint } from '../../core/endpoint.js';
@@ -307,11 +308,41 @@ export interface Http1PoolSettings {
   readonly connectTimeoutMs: number;
   /** Sockets per endpoint; undefined = unlimited (requests never wait for a socket). */
   readonly maxConnections: number | undefined;
+  /** TLS to the endpoints (`https` clusters); undefined = plain TCP. */
+  readonly tls?: {
+    readonly ca?: Buffer;
+    readonly rejectUnauthorized: boolean;
+  };
+}
+
+/**
+ * Dials `endpoint`: plain TCP, or TLS offering only http/1.1 and verifying the certificate
+ * against `servername` (sent as SNI unless it is an IP address), never the endpoint's IP.
+ */
+function dialSocket(endpoint: Endpoint, settings: Http1PoolSettings, servername: string): Socket {
+  const t = settings.tls;
+  if (t === undefined) return net.connect({ host: endpoint.address, port: endpoint.port, noDelay: true });
+  const name = servername === '' ? endpoint.address : servername;
+  const socket = tls.connect({
+    host: endpoint.address,
+    port: endpoint.port,
+    ALPNProtocols: ['http/1.1'],
+    rejectUnauthorized: t.rejectUnauthorized,
+    ...(t.ca === undefined ? {} : { ca: t.ca }),
+    ...(isIP(name) === 0 ? { servername: name } : {}),
+    checkServerIdentity: (_host, cert) => tls.checkServerIdentity(name, cert),
+  });
+  socket.setNoDelay(true);
+  return socket;
 }
 
 /** The sockets to one endpoint. */
 export class Http1EndpointPool {
   readonly endpoint: Endpoint;
+  /** The TLS server name its sockets were verified for ('' for plain TCP). */
+  readonly servername: string;
+  /** Its key in the owner's map: the endpoint key, plus the server name for TLS. */
+  readonly key: string;
   readonly #owner: Http1Upstream;
   readonly #s: Http1PoolSettings;
   /** Idle sockets, most recently used last. */
@@ -321,10 +352,12 @@ export class Http1EndpointPool {
   #opening = 0;
   draining = false;
 
-  constructor(owner: Http1Upstream, endpoint: Endpoint, settings: Http1PoolSettings) {
+  constructor(owner: Http1Upstream, endpoint: Endpoint, settings: Http1PoolSettings, servername: string, key: string) {
     this.#owner = owner;
     this.endpoint = endpoint;
     this.#s = settings;
+    this.servername = servername;
+    this.key = key;
   }
 
   get idleFromPolicy(): number | undefined {
@@ -380,7 +413,7 @@ export class Http1EndpointPool {
 
   #dial(sink: ResponseSink): void {
     const e = this.endpoint;
-    const socket = net.connect({ host: e.address, port: e.port, noDelay: true });
+    const socket = dialSocket(e, this.#s, this.servername);
     this.#opening++;
     const s = this.#s;
     const conn = new UpstreamConnection(
@@ -406,7 +439,7 @@ export class Http1EndpointPool {
       sink.onConnection(err);
     };
     socket.once('close', onEarlyClose);
-    socket.once('connect', () => {
+    socket.once(this.#s.tls === undefined ? 'connect' : 'secureConnect', () => {
       socket.off('close', onEarlyClose);
       socket.off('timeout', onTimeout);
       socket.setTimeout(0);
@@ -522,7 +555,7 @@ export class Http1Upstream {
     this.#settings = settings;
     this.#unsubscribe = cluster.onEligibleChange((eligible) => {
       for (const [key, pool] of this.#pools) {
-        if (!eligible.has(key)) {
+        if (!eligible.has(pool.endpoint.key)) {
           this.#pools.delete(key);
           pool.drain('endpoint-removed');
         }
@@ -530,12 +563,16 @@ export class Http1Upstream {
     });
   }
 
-  /** The pool for `endpoint` (created on first use). */
-  pool(endpoint: Endpoint): Http1EndpointPool {
-    let pool = this.#pools.get(endpoint.key);
+  /**
+   * The pool for `endpoint` (created on first use); with TLS, one per server name, since a
+   * socket is verified for one name.
+   */
+  pool(endpoint: Endpoint, servername = ''): Http1EndpointPool {
+    const key = servername === '' ? endpoint.key : `${endpoint.key} ${servername}`;
+    let pool = this.#pools.get(key);
     if (pool === undefined || pool.draining) {
-      pool = new Http1EndpointPool(this, endpoint, this.#settings);
-      this.#pools.set(endpoint.key, pool);
+      pool = new Http1EndpointPool(this, endpoint, this.#settings, servername, key);
+      this.#pools.set(key, pool);
       this.#live.add(pool);
       this.#arm();
     }
@@ -551,7 +588,7 @@ export class Http1Upstream {
   poolChanged(pool: Http1EndpointPool): void {
     if (!pool.draining || pool.size > 0) return;
     this.#live.delete(pool);
-    if (this.#pools.get(pool.endpoint.key) === pool) this.#pools.delete(pool.endpoint.key);
+    if (this.#pools.get(pool.key) === pool) this.#pools.delete(pool.key);
     if (this.#live.size === 0) this.#closed?.();
   }
 
