@@ -112,8 +112,8 @@ describe('ChunkedScanner: well-formed bodies', () => {
     for (const body of [
       '5;a=b\r\nhello\r\n0\r\n\r\n',
       '5;a\r\nhello\r\n0\r\n\r\n',
-      '5;a=b;c="d e"\r\nhello\r\n0;last\r\n\r\n',
-      '5;a=b\t\r\nhello\r\n0\r\n\r\n',
+      '5;a=b;c=d\r\nhello\r\n0;last\r\n\r\n',
+      '5;a-1=b.c_d!\r\nhello\r\n0\r\n\r\n',
     ]) {
       const { end, scanner } = scanAll(body);
       expect(end, JSON.stringify(body)).toBe(body.length);
@@ -206,6 +206,18 @@ describe('ChunkedScanner: malformed bodies → -1', () => {
     ['NUL in an extension', '5;a\x00\r\nhello\r\n0\r\n\r\n'],
     ['DEL in an extension', '5;a\x7f\r\nhello\r\n0\r\n\r\n'],
     ['trailer line without colon', '0\r\nX-T\r\n\r\n'],
+    // Never laxer than Node's strict parser (it refuses these): no empty or spaced extensions,
+    // no quoted extension values, token trailer names, no framing fields as trailers.
+    ['an empty extension', '1;\r\na\r\n0\r\n\r\n'],
+    ['an empty extension value', '1;a=\r\na\r\n0\r\n\r\n'],
+    ['a space after ;', '1; ext\r\na\r\n0\r\n\r\n'],
+    ['a space inside an extension', '5;a b\r\nhello\r\n0\r\n\r\n'],
+    ['a quoted extension value', '5;a="b c"\r\nhello\r\n0\r\n\r\n'],
+    ['a tab after an extension', '5;a=b\t\r\nhello\r\n0\r\n\r\n'],
+    ['a space before a trailer colon', '0\r\nx : 1\r\n\r\n'],
+    ['a space inside a trailer name', '0\r\na b: c\r\n\r\n'],
+    ['Content-Length as a trailer', '0\r\nContent-Length: 5\r\n\r\n'],
+    ['Transfer-Encoding as a trailer', '0\r\ntransfer-encoding: chunked\r\n\r\n'],
     ['trailer starting with SP', '0\r\n X-T: v\r\n\r\n'],
     ['trailer starting with HTAB', '0\r\n\tX-T: v\r\n\r\n'],
     ['obs-fold after a trailer', '0\r\nX-T: v\r\n w\r\n\r\n'],

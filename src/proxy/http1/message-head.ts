@@ -65,8 +65,8 @@ export interface HeadError {
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 const LFLF = Buffer.from('\n\n');
 
-/** tchar (RFC 9110 §5.6.2). */
-const TOKEN = new Uint8Array(256);
+/** tchar (RFC 9110 §5.6.2): 1 for the bytes a token may hold. */
+export const TOKEN = new Uint8Array(256);
 for (const c of "!#$%&'*+-.^_`|~") TOKEN[c.charCodeAt(0)] = 1;
 for (let c = 48; c <= 57; c++) TOKEN[c] = 1;
 for (let c = 65; c <= 90; c++) TOKEN[c] = 1;
