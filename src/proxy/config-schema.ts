@@ -95,6 +95,11 @@ export interface ClusterConfig {
   readonly bodyTimeoutMs: number;
   /** Host header sent upstream: the client's (`preserve`, default) or this value. */
   readonly hostRewrite?: string;
+  /**
+   * Upstream connections per endpoint at most (HTTP/1.1 clusters); requests beyond wait for a
+   * free one, in order. Unset = unlimited.
+   */
+  readonly connectionsPerEndpoint?: number;
 }
 
 export interface RouteConfig {
@@ -222,6 +227,7 @@ export const proxyConfigSchema = {
           requestTimeoutMs: nonNegInt,
           bodyTimeoutMs: nonNegInt,
           hostRewrite: nonEmptyString,
+          connectionsPerEndpoint: posInt,
         },
         ['name', 'target'],
       ),

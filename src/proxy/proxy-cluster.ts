@@ -81,6 +81,7 @@ export class ProxyCluster {
       ...(lifetime.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: lifetime.maxConnectionAgeMs }),
       ...(lifetime.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: lifetime.idleTimeoutMs }),
       connectTimeoutMs: config.connectTimeoutMs,
+      ...(config.connectionsPerEndpoint === undefined ? {} : { connectionsPerEndpoint: config.connectionsPerEndpoint }),
       headersTimeoutMs: config.requestTimeoutMs,
       bodyTimeoutMs: config.bodyTimeoutMs,
       retryIdempotent: config.retries.idempotent,
@@ -96,7 +97,7 @@ export class ProxyCluster {
           lifetime: new LifetimePolicy(lifetime, random, `clusters.${config.name}.lifetime`),
           clock,
           connectTimeoutMs: config.connectTimeoutMs,
-          maxConnections: undefined,
+          maxConnections: config.connectionsPerEndpoint,
           ...(tls === undefined
             ? {}
             : { tls: { rejectUnauthorized: tls.rejectUnauthorized, ...(ca === undefined ? {} : { ca }) } }),

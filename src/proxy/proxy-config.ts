@@ -155,6 +155,7 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
       requestTimeoutMs: c.requestTimeoutMs ?? 300_000,
       bodyTimeoutMs: c.bodyTimeoutMs ?? 300_000,
       ...(c.hostRewrite === undefined ? {} : { hostRewrite: c.hostRewrite }),
+      ...(c.connectionsPerEndpoint === undefined ? {} : { connectionsPerEndpoint: c.connectionsPerEndpoint }),
     });
   });
   const clusterNames = new Set<string>();
