@@ -42,6 +42,8 @@ export interface H2ForwardInfo {
   readonly clientAddress: string;
   readonly proto: string;
   readonly hostRewrite?: string | undefined;
+  /** `X-Forwarded-Client-Cert` for a verified mutual-TLS client. */
+  readonly clientCert?: string | undefined;
 }
 
 /**
@@ -74,7 +76,7 @@ export async function forwardStreamToH2(
   const out: H2Headers = {};
   for (const name in headers) {
     const v = headers[name];
-    if (v === undefined || name === 'host') continue;
+    if (v === undefined || name === 'host' || name === 'x-forwarded-client-cert') continue;
     if (name.charCodeAt(0) !== 58 && isHopHeader(name) && !(name === 'te' && v === 'trailers')) continue;
     out[name] = v;
   }
@@ -84,6 +86,7 @@ export async function forwardStreamToH2(
   out['x-forwarded-proto'] = info.proto;
   out['x-forwarded-host'] = authority;
   out.via = headers.via === undefined ? '2 evenlb' : `${String(headers.via)}, 2 evenlb`;
+  if (info.clientCert !== undefined) out['x-forwarded-client-cert'] = info.clientCert;
 
   let up: http2.ClientHttp2Stream;
   try {

@@ -82,6 +82,17 @@ describe('upstreamRequestHeaders', () => {
     expect(out).toContainEqual(['via', '1.0 edge, 1.1 evenlb']);
     expect(out.filter(([n]) => n.toLowerCase() === 'host')).toHaveLength(1);
   });
+
+  it("never forwards a client's own X-Forwarded-Client-Cert; sets the proxy's when it has one", () => {
+    const forged = ['X-Forwarded-Client-Cert', 'Subject="CN=admin"'];
+    expect(pairs(upstreamRequestHeaders(forged, info)).map(([n]) => n.toLowerCase())).not.toContain(
+      'x-forwarded-client-cert',
+    );
+    const out = pairs(upstreamRequestHeaders(forged, { ...info, clientCert: 'Hash=ab;DNS=c.example' }));
+    expect(out.filter(([n]) => n.toLowerCase() === 'x-forwarded-client-cert')).toEqual([
+      ['x-forwarded-client-cert', 'Hash=ab;DNS=c.example'],
+    ]);
+  });
 });
 
 describe('downstream response headers', () => {

@@ -65,6 +65,8 @@ export interface ForwardInfo {
   readonly version: string;
   /** Host header to send upstream; the client's when undefined. */
   readonly hostRewrite?: string | undefined;
+  /** `X-Forwarded-Client-Cert` for a verified mutual-TLS client (see `forwardedClientCert`). */
+  readonly clientCert?: string | undefined;
 }
 
 /**
@@ -96,6 +98,7 @@ export function upstreamRequestHeaders(raw: readonly string[], info: ForwardInfo
       case 'expect': // the proxy answered `100-continue` itself
       case 'x-forwarded-proto':
       case 'x-forwarded-host':
+      case 'x-forwarded-client-cert': // only the proxy vouches for a client certificate
         continue;
       case 'x-forwarded-for':
         xff = xff === undefined ? value : `${xff}, ${value}`;
@@ -114,12 +117,22 @@ export function upstreamRequestHeaders(raw: readonly string[], info: ForwardInfo
   result.push('x-forwarded-host', info.host);
   const hop = `${info.version} evenlb`;
   result.push('via', via === undefined ? hop : `${via}, ${hop}`);
+  if (info.clientCert !== undefined) result.push('x-forwarded-client-cert', info.clientCert);
   return result;
 }
 
 /** Lengths of the header names `upstreamRequestHeaders` must inspect. */
 const SPECIAL_LENGTHS: readonly boolean[] = (() => {
-  const names = [...HOP, 'host', 'expect', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-for', 'via'];
+  const names = [
+    ...HOP,
+    'host',
+    'expect',
+    'x-forwarded-proto',
+    'x-forwarded-host',
+    'x-forwarded-for',
+    'x-forwarded-client-cert',
+    'via',
+  ];
   const out: boolean[] = [];
   for (const n of names) out[n.length] = true;
   return out;

@@ -26,6 +26,7 @@ import { createRandom } from '../core/random.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
+import { forwardedClientCert } from './client-certificate.js';
 import type { ListenerConfig, ListenerTlsConfig } from './config-schema.js';
 import { forwardRequestToH2, forwardStreamToH2 } from './h2-upstream-exchange.js';
 import { upstreamRequestHeaders } from './hop-headers.js';
@@ -73,6 +74,7 @@ export class L7Listener {
   readonly #recyclers: ConnectionRecycler[] = [];
   /** Connections on the proxy's own HTTP/1.1 data path. */
   readonly #fast = new Set<Http1Downstream>();
+  readonly #clientCerts = new WeakMap<Socket, string | undefined>();
   readonly #fastContext: Http1Context;
   readonly #sweepMs: number;
   #sweep: NodeJS.Timeout | undefined;
@@ -164,10 +166,20 @@ export class L7Listener {
             ),
       state: deps.state,
       handoff: (socket, pending) => this.#toNodeHttp1(socket, pending),
+      clientCert: (socket) => this.#clientCert(socket),
       access: (e: AccessEntry) =>
         this.#access(e.client, e.method, e.path, e.status, e.reason, e.startMs, e.cluster, '1.1'),
       released: (conn) => this.#fast.delete(conn),
     };
+  }
+
+  /** `X-Forwarded-Client-Cert` for a connection of a mutual-TLS listener (computed once per socket). */
+  #clientCert(socket: Socket | undefined): string | undefined {
+    if (socket === undefined || this.config.tls?.clientCa === undefined) return undefined;
+    if (this.#clientCerts.has(socket)) return this.#clientCerts.get(socket);
+    const value = forwardedClientCert(socket);
+    this.#clientCerts.set(socket, value);
+    return value;
   }
 
   /** Serves an HTTP/1.1 connection on the proxy's own data path; `head` = bytes already read. */
@@ -303,6 +315,7 @@ export class L7Listener {
       host: host ?? '',
       version: '1.1',
       hostRewrite: cluster.config.hostRewrite,
+      clientCert: this.#clientCert(req.socket),
     });
     const hasBody = te > 0 || (cl > 0 && req.headers['content-length'] !== '0');
     if (cluster.h2 === undefined) {
@@ -357,7 +370,12 @@ export class L7Listener {
         headers,
         (flags & 0x1) !== 0,
         cluster.h2,
-        { clientAddress, proto: this.#proto, hostRewrite: cluster.config.hostRewrite },
+        {
+          clientAddress,
+          proto: this.#proto,
+          hostRewrite: cluster.config.hostRewrite,
+          clientCert: this.#clientCert(stream.session?.socket as Socket | undefined),
+        },
         done,
       );
       return;
@@ -369,6 +387,7 @@ export class L7Listener {
       host: authority === undefined ? '' : String(authority),
       version: '2',
       hostRewrite: cluster.config.hostRewrite,
+      clientCert: this.#clientCert(stream.session?.socket as Socket | undefined),
     });
     const endStream = (flags & 0x1) !== 0;
     cluster.cluster.dispatch(

@@ -1,7 +1,8 @@
 /**
  * `https` listeners with several certificates and with client certificates: the certificate
  * follows the TLS server name (exact names, then one-label `*.suffix` wildcards, else the
- * default), a listener with `clientCa` refuses clients without a certificate from that CA, and
+ * default), a listener with `clientCa` refuses clients without a certificate from that CA and
+ * tells the backend who a verified client is (`X-Forwarded-Client-Cert`), and
  * a reload with rotated certificate files serves the new certificate to new connections while
  * open ones keep working. Real TLS with throwaway CAs from the `openssl` CLI.
  */
@@ -94,7 +95,7 @@ function handshake(listener: string, servername: string, ca: string, client?: Te
 }
 
 /** One GET over an established TLS socket; resolves with the status line. */
-function get(socket: tls.TLSSocket, host: string): Promise<string> {
+function get(socket: tls.TLSSocket, host: string, extra = ''): Promise<string> {
   return new Promise((resolve, reject) => {
     let text = '';
     const timer = setTimeout(() => reject(new Error(`no answer: ${JSON.stringify(text)}`)), 5000);
@@ -112,7 +113,7 @@ function get(socket: tls.TLSSocket, host: string): Promise<string> {
     socket.on('data', onData);
     socket.on('error', reject);
     socket.once('close', () => reject(new Error(`closed: ${JSON.stringify(text)}`)));
-    socket.write(`GET /tls HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+    socket.write(`GET /tls HTTP/1.1\r\nHost: ${host}\r\n${extra}\r\n`);
   });
 }
 
@@ -152,8 +153,17 @@ describe('https listener certificates', () => {
     const ca = (pki.fallback as TestCertificates).ca;
     const trusted = await handshake('mtls', 'default.example', ca, pki.client);
     expect(trusted.ok).toBe(true);
-    expect(await get(trusted.socket as tls.TLSSocket, 'default.example')).toBe('HTTP/1.1 200 OK');
+    // The backend learns the verified client; a header the client sends itself is dropped.
+    const forged = 'x-forwarded-client-cert: Subject="CN=admin"\r\n';
+    expect(await get(trusted.socket as tls.TLSSocket, 'default.example', forged)).toBe('HTTP/1.1 200 OK');
+    const xfcc = String(backend.lastHeaders?.['x-forwarded-client-cert']);
+    expect(xfcc).toMatch(/^Hash=[0-9a-f]{64};Subject="CN=client\.example";DNS=client\.example$/);
     await done(trusted);
+    // Without mutual TLS, a client-sent header never reaches the backend.
+    const plain = await handshake('sni', 'default.example', (pki.fallback as TestCertificates).ca);
+    expect(await get(plain.socket as tls.TLSSocket, 'default.example', forged)).toBe('HTTP/1.1 200 OK');
+    expect(backend.lastHeaders?.['x-forwarded-client-cert']).toBeUndefined();
+    await done(plain);
     for (const client of [undefined, pki.stranger]) {
       // TLS 1.3 reports a refused client certificate after the handshake: on the first read.
       const h = await handshake('mtls', 'default.example', ca, client);

@@ -48,6 +48,8 @@ export interface Http1Context {
   /** Downstream recycling (`listeners[].recycle`); undefined = connections live on. */
   readonly recycle: LifetimePolicy | undefined;
   state(): L7State;
+  /** `X-Forwarded-Client-Cert` for the socket's verified client certificate, if any. */
+  clientCert(socket: Socket): string | undefined;
   /** Gives the socket (and the bytes read but not handled) to the listener's `node:http` server. */
   handoff(socket: Socket, pending: Buffer | undefined): void;
   /** Writes an access-log line (called only when the access log is on). */
@@ -82,6 +84,7 @@ export class Http1Downstream implements ResponseSink {
   readonly socket: Socket;
   readonly #ctx: Http1Context;
   readonly #clientAddress: string;
+  readonly #clientCert: string | undefined;
   readonly #openedAtMs: number;
   readonly #maxAgeMs: number | undefined;
   #requests = 0;
@@ -149,6 +152,7 @@ export class Http1Downstream implements ResponseSink {
     this.socket = socket;
     this.#ctx = ctx;
     this.#clientAddress = socket.remoteAddress ?? '';
+    this.#clientCert = ctx.clientCert(socket);
     const now = ctx.clock.now();
     this.#openedAtMs = now;
     this.#timing.quietSinceMs = now;
@@ -353,6 +357,7 @@ export class Http1Downstream implements ResponseSink {
       host: target.host ?? '',
       version: '1.1',
       hostRewrite: cluster.config.hostRewrite,
+      clientCert: this.#clientCert,
     });
     this.#upHead = `${method} ${target.path} HTTP/1.1\r\n${serializeHeaders(headers)}${head.chunked ? 'transfer-encoding: chunked\r\n' : ''}${upgrade === undefined ? '' : `connection: upgrade\r\nupgrade: ${upgrade}\r\n`}\r\n`;
     this.#status = 0;
