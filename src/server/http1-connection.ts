@@ -24,6 +24,9 @@ import type net from 'node:net';
 import type { CloseReason } from '../pool/lifetime-policy.js';
 import { type ConnectionHost, TrackedConnection } from './tracked-connection.js';
 
+/** A connection that has carried no request is not closed as idle sooner than this. */
+const FRESH_CONNECTION_GRACE_MS = 1000;
+
 /** `Keep-Alive` counts whole seconds: with less than this left, close with the response. */
 const ANNOUNCE_UNIT_MS = 1000;
 const KEEP_ALIVE_TIMEOUT = /timeout=(\d+)/i;
@@ -101,7 +104,7 @@ export class Http1Connection extends TrackedConnection {
 
   protected retiringTickInMs(nowMs: number): number | undefined {
     if (this.#closeQueued || this.inFlight > 0) return undefined;
-    return Math.max(0, this.idleSinceMs + this.host.settings.options.idleCloseDelayMs - nowMs);
+    return Math.max(0, this.idleSinceMs + this.#idleCloseDelayMs() - nowMs);
   }
 
   protected destroyTransport(): void {
@@ -109,7 +112,17 @@ export class Http1Connection extends TrackedConnection {
   }
 
   #idleLongEnough(nowMs: number): boolean {
-    return nowMs - this.idleSinceMs >= this.host.settings.options.idleCloseDelayMs;
+    return nowMs - this.idleSinceMs >= this.#idleCloseDelayMs();
+  }
+
+  /**
+   * How long a retiring idle connection must stay quiet before it is closed: `idleCloseDelayMs`,
+   * but at least FRESH_CONNECTION_GRACE_MS for a connection that has not carried a request yet —
+   * its client has just connected and is about to send one.
+   */
+  #idleCloseDelayMs(): number {
+    const delay = this.host.settings.options.idleCloseDelayMs;
+    return this.requests === 0 ? Math.max(delay, FRESH_CONNECTION_GRACE_MS) : delay;
   }
 
   /** Runs `action` right before `res` writes its headers (explicitly or on the first write/end). */
