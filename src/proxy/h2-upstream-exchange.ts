@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ServerHttp2Stream } from 'node:http2';
 import type { H2SessionPool } from '../pool/h2-session-pool.js';
-import { downstreamResponseHeaders, isHopHeader } from './hop-headers.js';
+import { downstreamResponseHeaders } from './hop-headers.js';
 import { replyHttp1, replyHttp2 } from './local-reply.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR } = http2.constants;
@@ -38,12 +38,24 @@ export function parseGrpcTimeoutMs(value: string | undefined): number | undefine
   }
 }
 
-export interface H2ForwardInfo {
-  readonly clientAddress: string;
-  readonly proto: string;
-  readonly hostRewrite?: string | undefined;
-  /** `X-Forwarded-Client-Cert` for a verified mutual-TLS client. */
-  readonly clientCert?: string | undefined;
+/**
+ * An HTTP/2 request header object: the given pseudo-headers plus a forwarded header list from
+ * `upstreamRequestHeaders` (its `host` becomes `:authority`; repeated names become arrays, so
+ * split `cookie` fields stay separate).
+ */
+function h2RequestHeaders(pseudo: H2Headers, forwarded: readonly string[]): H2Headers {
+  const out: H2Headers = { ...pseudo };
+  for (let i = 0; i < forwarded.length; i += 2) {
+    const name = (forwarded[i] as string).toLowerCase();
+    const value = forwarded[i + 1] as string;
+    if (name === 'host') {
+      out[':authority'] = value;
+      continue;
+    }
+    const prev = out[name];
+    out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [String(prev), value];
+  }
+  return out;
 }
 
 /**
@@ -56,7 +68,8 @@ export async function forwardStreamToH2(
   /** True when the client's HEADERS frame ended the stream (no request body). */
   endStream: boolean,
   pool: H2SessionPool,
-  info: H2ForwardInfo,
+  /** The request headers to send, from `upstreamRequestHeaders` (forwarding headers added). */
+  upstreamHeaders: readonly string[],
   done: (status: number, reason: string | undefined) => void,
 ): Promise<void> {
   const grpc = String(headers['content-type'] ?? '').startsWith('application/grpc');
@@ -72,21 +85,9 @@ export async function forwardStreamToH2(
     done(0, 'client-closed');
     return;
   }
-  const authority = String(headers[':authority'] ?? headers.host ?? '');
-  const out: H2Headers = {};
-  for (const name in headers) {
-    const v = headers[name];
-    if (v === undefined || name === 'host' || name === 'x-forwarded-client-cert') continue;
-    if (name.charCodeAt(0) !== 58 && isHopHeader(name) && !(name === 'te' && v === 'trailers')) continue;
-    out[name] = v;
-  }
-  if (info.hostRewrite !== undefined) out[':authority'] = info.hostRewrite;
-  const xff = headers['x-forwarded-for'];
-  out['x-forwarded-for'] = xff === undefined ? info.clientAddress : `${String(xff)}, ${info.clientAddress}`;
-  out['x-forwarded-proto'] = info.proto;
-  out['x-forwarded-host'] = authority;
-  out.via = headers.via === undefined ? '2 evenlb' : `${String(headers.via)}, 2 evenlb`;
-  if (info.clientCert !== undefined) out['x-forwarded-client-cert'] = info.clientCert;
+  const pseudo: H2Headers = { ':method': headers[':method'], ':path': headers[':path'] };
+  if (headers[':scheme'] !== undefined) pseudo[':scheme'] = headers[':scheme'];
+  const out = h2RequestHeaders(pseudo, upstreamHeaders);
 
   let up: http2.ClientHttp2Stream;
   try {
@@ -191,16 +192,10 @@ export async function forwardRequestToH2(
     done(0, 'client-closed');
     return;
   }
-  const out: H2Headers = { ':method': req.method ?? 'GET', ':path': req.url ?? '/', ':scheme': 'http' };
-  for (let i = 0; i < upstreamHeaders.length; i += 2) {
-    const name = (upstreamHeaders[i] as string).toLowerCase();
-    const value = upstreamHeaders[i + 1] as string;
-    if (name === 'host') out[':authority'] = value;
-    else {
-      const prev = out[name];
-      out[name] = prev === undefined ? value : `${String(prev)}, ${value}`;
-    }
-  }
+  const out = h2RequestHeaders(
+    { ':method': req.method ?? 'GET', ':path': req.url ?? '/', ':scheme': 'http' },
+    upstreamHeaders,
+  );
   let up: http2.ClientHttp2Stream;
   try {
     up = lease.session.request(out, { endStream: !hasBody });

@@ -131,15 +131,19 @@ export class L7Listener {
     if (limits.maxConnections > 0) this.#front.maxConnections = limits.maxConnections;
     // Downstream recycling (the server-side recycler): clients reconnect after N requests or an
     // age, closing at response boundaries (HTTP/1.1 `Connection: close`, HTTP/2 GOAWAY).
+    // The same limits drive the recycler on node:http / node:http2 and the data path's policy.
     const recycle = config.recycle;
-    if (recycle !== undefined) {
-      const options = {
-        ...(recycle.maxRequestsPerConnection === undefined
-          ? {}
-          : { maxRequestsPerConnection: recycle.maxRequestsPerConnection }),
-        ...(recycle.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: recycle.maxConnectionAgeMs }),
-      };
-      this.#recyclers.push(recycleConnections(this.#h1, options), recycleConnections(this.#h2, options));
+    const recycleLimits =
+      recycle === undefined
+        ? undefined
+        : {
+            ...(recycle.maxRequestsPerConnection === undefined
+              ? {}
+              : { maxRequestsPerConnection: recycle.maxRequestsPerConnection }),
+            ...(recycle.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: recycle.maxConnectionAgeMs }),
+          };
+    if (recycleLimits !== undefined) {
+      this.#recyclers.push(recycleConnections(this.#h1, recycleLimits), recycleConnections(this.#h2, recycleLimits));
     }
     this.#sweepMs = Math.max(
       25,
@@ -152,18 +156,9 @@ export class L7Listener {
       metrics: deps.metrics,
       clock: systemClock,
       recycle:
-        recycle === undefined
+        recycleLimits === undefined
           ? undefined
-          : new LifetimePolicy(
-              {
-                ...(recycle.maxRequestsPerConnection === undefined
-                  ? {}
-                  : { maxRequestsPerConnection: recycle.maxRequestsPerConnection }),
-                ...(recycle.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: recycle.maxConnectionAgeMs }),
-              },
-              createRandom(),
-              `listeners.${config.name}.recycle`,
-            ),
+          : new LifetimePolicy(recycleLimits, createRandom(), `listeners.${config.name}.recycle`),
       state: deps.state,
       handoff: (socket, pending) => this.#toNodeHttp1(socket, pending),
       clientCert: (socket) => this.#clientCert(socket),
@@ -364,22 +359,6 @@ export class L7Listener {
       this.#deps.metrics.observeDownstream(this.config.name, status);
       if (state.accessLog) this.#access(clientAddress, method, path, status, reason, start, cluster.name, '2');
     };
-    if (cluster.h2 !== undefined) {
-      void forwardStreamToH2(
-        stream,
-        headers,
-        (flags & 0x1) !== 0,
-        cluster.h2,
-        {
-          clientAddress,
-          proto: this.#proto,
-          hostRewrite: cluster.config.hostRewrite,
-          clientCert: this.#clientCert(stream.session?.socket as Socket | undefined),
-        },
-        done,
-      );
-      return;
-    }
     const flat = raw ?? Object.entries(headers).flatMap(([k, v]) => (v === undefined ? [] : [k, String(v)]));
     const upHeaders = upstreamRequestHeaders(flat, {
       clientAddress,
@@ -389,6 +368,10 @@ export class L7Listener {
       hostRewrite: cluster.config.hostRewrite,
       clientCert: this.#clientCert(stream.session?.socket as Socket | undefined),
     });
+    if (cluster.h2 !== undefined) {
+      void forwardStreamToH2(stream, headers, (flags & 0x1) !== 0, cluster.h2, upHeaders, done);
+      return;
+    }
     const endStream = (flags & 0x1) !== 0;
     cluster.cluster.dispatch(
       { origin: cluster.origin, method, path, headers: upHeaders, body: endStream ? null : stream },

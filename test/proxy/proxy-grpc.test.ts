@@ -34,10 +34,18 @@ interface ServerHandle {
   unary: number;
   cancelled: number;
   lastDeadlineMs: number | undefined;
+  /** Forwarding metadata of the last unary call. */
+  lastForwarded: Record<string, string> | undefined;
 }
 
 type EchoClient = grpc.Client & {
   Unary(m: Msg, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: Msg) => void): grpc.ClientUnaryCall;
+  Unary(
+    m: Msg,
+    md: grpc.Metadata,
+    o: grpc.CallOptions,
+    cb: (e: grpc.ServiceError | null, r?: Msg) => void,
+  ): grpc.ClientUnaryCall;
   Chat(): grpc.ClientDuplexStream<Msg, Msg>;
   Slow(m: Msg, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: Msg) => void): grpc.ClientUnaryCall;
 };
@@ -51,10 +59,22 @@ let service: any;
 
 async function startServer(name: string, address: string): Promise<ServerHandle> {
   const server = new grpc.Server();
-  const h: ServerHandle = { name, server, key: '', unary: 0, cancelled: 0, lastDeadlineMs: undefined };
+  const h: ServerHandle = {
+    name,
+    server,
+    key: '',
+    unary: 0,
+    cancelled: 0,
+    lastDeadlineMs: undefined,
+    lastForwarded: undefined,
+  };
   server.addService(service, {
     Unary(call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) {
       h.unary++;
+      const md = call.metadata;
+      h.lastForwarded = Object.fromEntries(
+        ['x-forwarded-for', 'x-forwarded-proto', 'via', 'x-forwarded-client-cert'].map((k) => [k, md.get(k).join(',')]),
+      );
       if (call.request.text === 'fail') {
         cb({ code: grpc.status.FAILED_PRECONDITION, details: 'asked to fail' });
         return;
@@ -138,6 +158,20 @@ describe('gRPC through the proxy', () => {
     const total = servers.reduce((a, s) => a + s.unary, 0);
     expect(total).toBeGreaterThanOrEqual(300);
     for (const s of servers) expect(Math.abs(s.unary / total - 1 / 3)).toBeLessThanOrEqual(0.04);
+    // Forwarding headers reach the gRPC servers; a client-sent X-Forwarded-Client-Cert does not.
+    for (const s of servers) s.lastForwarded = undefined;
+    const md = new grpc.Metadata();
+    md.set('x-forwarded-client-cert', 'Subject="CN=admin"');
+    await new Promise<void>((resolve, reject) =>
+      client.Unary({ text: 'hdr' }, md, {}, (e) => (e === null ? resolve() : reject(e))),
+    );
+    const seen = servers.find((s) => s.lastForwarded !== undefined)?.lastForwarded;
+    expect(seen).toEqual({
+      'x-forwarded-for': '127.0.0.1',
+      'x-forwarded-proto': 'http',
+      via: '2 evenlb',
+      'x-forwarded-client-cert': '',
+    });
   });
 
   it('keeps a bidirectional stream working across many messages', async () => {
