@@ -94,8 +94,8 @@ describe('dashboard', () => {
     await browser?.close();
   });
 
-  it('loads, draws non-blank charts and updates its figures', async () => {
-    browser = await launchChromium();
+  it('loads, draws non-blank charts and updates its figures', async (ctx) => {
+    browser = await launchChromium(ctx);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));

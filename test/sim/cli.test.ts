@@ -101,7 +101,7 @@ describe('evenlb sim', () => {
     expect(t1.stdout).toContain('20 trials');
   });
 
-  it('--html writes a self-contained page that renders its charts offline', async () => {
+  it('--html writes a self-contained page that renders its charts offline', async (ctx) => {
     const file = join(dir, 'report.html');
     const r = await runSim(cli, [
       '--scenario',
@@ -123,7 +123,7 @@ describe('evenlb sim', () => {
     expect(html).not.toMatch(/<link[^>]+href=/);
     expect(html).not.toMatch(/src="https?:/);
 
-    const browser = await launchChromium();
+    const browser = await launchChromium(ctx);
     try {
       const page = await browser.newPage();
       const errors: string[] = [];
