@@ -47,9 +47,15 @@ export interface KubernetesSourceOptions {
   readonly backoffBaseMs?: number;
   /** Longest reconnect delay (ms), default 30000. */
   readonly backoffMaxMs?: number;
-  /** Restart a watch silent (no event, no bookmark) this long (ms), default 300000. */
+  /**
+   * Restart a watch silent (no event, no bookmark) this long (ms), default 90000: the API server
+   * sends a bookmark about once a minute, so a black-holed watch is caught within 90 s.
+   */
   readonly watchIdleTimeoutMs?: number;
-  /** Server-side watch timeout (s), default 240; the watch is then resumed. */
+  /**
+   * Server-side watch timeout (s), default 300: each watch asks for a random 1–2× this (5–10
+   * minutes by default) and is then resumed from its last resourceVersion.
+   */
   readonly watchTimeoutSeconds?: number;
   /** Deadline of a LIST and of a watch's response headers (ms), default 30000. */
   readonly requestTimeoutMs?: number;
@@ -99,8 +105,8 @@ export const kubernetesSourceOptionsSpec = {
   env: opt.custom('an object of environment variables (strings)', isEnv, { optional: true }),
   backoffBaseMs: opt.number({ min: 0, exclusiveMin: true, default: 1000 }),
   backoffMaxMs: opt.number({ min: 0, exclusiveMin: true, default: 30_000 }),
-  watchIdleTimeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 300_000 }),
-  watchTimeoutSeconds: opt.int({ min: 1, default: 240 }),
+  watchIdleTimeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 90_000 }),
+  watchTimeoutSeconds: opt.int({ min: 1, default: 300 }),
   requestTimeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 30_000 }),
   listPageSize: opt.int({ min: 1, default: DEFAULT_LIST_PAGE_SIZE }),
   clock: opt.custom('a Clock ({ now, setTimeout })', isClock, { optional: true }),
