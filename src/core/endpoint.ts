@@ -90,7 +90,10 @@ export function createEndpoint(input: EndpointInput): Endpoint {
     throw invalid('weight', 'a finite number > 0', weight);
   }
   const forZones = input.forZones;
-  if (forZones !== undefined && (!Array.isArray(forZones) || !forZones.every((z) => typeof z === 'string' && z !== ''))) {
+  if (
+    forZones !== undefined &&
+    (!Array.isArray(forZones) || !forZones.every((z) => typeof z === 'string' && z !== ''))
+  ) {
     throw invalid('forZones', 'an array of non-empty zone names', forZones);
   }
   const c = input.conditions ?? {};
