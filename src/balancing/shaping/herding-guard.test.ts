@@ -50,7 +50,7 @@ describe('herding guard', () => {
     { d: 2, guarded: 4, others: 4 },
     { d: 2, guarded: 1, others: 4 },
     { d: 3, guarded: 2, others: 30 },
-  ])('caps the always-winning share at 1.5x fair: d=$d, $guarded new of ${others} others', ({ d, guarded, others }) => {
+  ])('caps the always-winning share at 1.5x fair: d=$d, $guarded new among $others others', ({ d, guarded, others }) => {
     const g = guardDrawWeight(1.5, d, guarded, others);
     expect(g).toBeGreaterThan(0);
     expect(g).toBeLessThanOrEqual(1);
