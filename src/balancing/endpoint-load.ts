@@ -40,7 +40,7 @@ export function parseLoadOptions(input: Partial<LoadOptions> | undefined, compon
 }
 
 /** Weight of one observation in `EndpointLoad.averageMs`. */
-const AVERAGE_WEIGHT = 1 / 8;
+const AVERAGE_WEIGHT = 1 / 16;
 
 export class EndpointLoad {
   readonly key: string;
@@ -124,7 +124,7 @@ export class EndpointLoad {
 
   /**
    * A plain exponentially weighted mean of observed latencies (ms; each observation weighs
-   * 1/8), without peak sensitivity or decay: comparable across endpoints whatever their
+   * 1/16), without peak sensitivity or decay: comparable across endpoints whatever their
    * traffic (zone load). 0 before the first observation.
    */
   get averageMs(): number {

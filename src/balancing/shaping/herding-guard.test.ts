@@ -50,34 +50,37 @@ describe('herding guard', () => {
     { d: 2, guarded: 4, others: 4 },
     { d: 2, guarded: 1, others: 4 },
     { d: 3, guarded: 2, others: 30 },
-  ])('caps the always-winning share at 1.5x fair: d=$d, $guarded new among $others others', ({ d, guarded, others }) => {
-    const g = guardDrawWeight(1.5, d, guarded, others);
-    expect(g).toBeGreaterThan(0);
-    expect(g).toBeLessThanOrEqual(1);
-    // Monte Carlo: draw d distinct candidates by weight; guarded ones always win.
-    const random = new SeededRandom(5);
-    const weights = [...Array<number>(guarded).fill(g), ...Array<number>(others).fill(1)];
-    let first = 0;
-    const trials = 100_000;
-    for (let t = 0; t < trials; t++) {
-      const drawn = new Set<number>();
-      while (drawn.size < d) {
-        let total = 0;
-        for (let i = 0; i < weights.length; i++) if (!drawn.has(i)) total += weights[i] as number;
-        let r = random.next() * total;
-        for (let i = 0; i < weights.length; i++) {
-          if (drawn.has(i)) continue;
-          r -= weights[i] as number;
-          if (r <= 0) {
-            drawn.add(i);
-            break;
+  ])(
+    'caps the always-winning share at 1.5x fair: d=$d, $guarded new among $others others',
+    ({ d, guarded, others }) => {
+      const g = guardDrawWeight(1.5, d, guarded, others);
+      expect(g).toBeGreaterThan(0);
+      expect(g).toBeLessThanOrEqual(1);
+      // Monte Carlo: draw d distinct candidates by weight; guarded ones always win.
+      const random = new SeededRandom(5);
+      const weights = [...Array<number>(guarded).fill(g), ...Array<number>(others).fill(1)];
+      let first = 0;
+      const trials = 100_000;
+      for (let t = 0; t < trials; t++) {
+        const drawn = new Set<number>();
+        while (drawn.size < d) {
+          let total = 0;
+          for (let i = 0; i < weights.length; i++) if (!drawn.has(i)) total += weights[i] as number;
+          let r = random.next() * total;
+          for (let i = 0; i < weights.length; i++) {
+            if (drawn.has(i)) continue;
+            r -= weights[i] as number;
+            if (r <= 0) {
+              drawn.add(i);
+              break;
+            }
           }
         }
+        if (drawn.has(0)) first++;
       }
-      if (drawn.has(0)) first++;
-    }
-    expect(first / trials).toBeLessThanOrEqual((1.5 / (guarded + others)) * 1.03);
-  });
+      expect(first / trials).toBeLessThanOrEqual((1.5 / (guarded + others)) * 1.03);
+    },
+  );
 
   it('seeds latency from the median of endpoints with history', () => {
     const clock = new ManualClock();

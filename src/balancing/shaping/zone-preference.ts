@@ -47,8 +47,9 @@ export function parseZoneRoutingOptions(input: unknown, component = 'zone routin
 
 const PREFERS_ZONE = new Set(['PreferClose', 'PreferSameZone', 'PreferSameNode']);
 /** Spill change per control step, as a fraction of all traffic. */
-const SPILL_UP = 0.04;
-const SPILL_DOWN = 0.02;
+const SPILL_STEP = 0.02;
+/** Weight of one step's load ratio in the smoothed ratio the controller acts on. */
+const RATIO_WEIGHT = 0.2;
 
 /** What the zone controller decided, for stats. */
 export interface ZoneRoutingState {
@@ -68,6 +69,8 @@ export class ZonePreference {
   #spill = 0;
   #localLoadMs = 0;
   #fleetLoadMs = 0;
+  /** Local load / fleet load, smoothed over steps (latencies are noisy); 0 = no figure yet. */
+  #ratio = 0;
 
   constructor(options: ZoneRoutingOptions) {
     this.options = options;
@@ -92,7 +95,10 @@ export class ZonePreference {
     this.#local = local;
     // Preference needs local endpoints and somewhere else to spill to.
     this.#active = local.size > 0 && local.size < eligible.length;
-    if (!this.#active) this.#spill = 0;
+    if (!this.#active) {
+      this.#spill = 0;
+      this.#ratio = 0;
+    }
   }
 
   /** One control step: compares the local zone's load with the fleet's and moves the spill. */
@@ -115,10 +121,13 @@ export class ZonePreference {
     this.#localLoadMs = localN === 0 ? 0 : localSum / localN;
     this.#fleetLoadMs = fleetN === 0 ? 0 : fleetSum / fleetN;
     if (localN === 0 || fleetN === localN) return;
-    const ratio = this.#localLoadMs / this.#fleetLoadMs;
+    const now = this.#localLoadMs / this.#fleetLoadMs;
+    const ratio = this.#ratio === 0 ? now : this.#ratio + (now - this.#ratio) * RATIO_WEIGHT;
+    this.#ratio = ratio;
     const max = this.options.maxSpillPercent / 100;
-    if (ratio > 1 + this.options.loadBand) this.#spill = Math.min(max, this.#spill + SPILL_UP);
-    else if (ratio < 1 + this.options.loadBand / 2) this.#spill = Math.max(0, this.#spill - SPILL_DOWN);
+    // Hysteresis: spill more above the band, less below half of it, hold in between.
+    if (ratio > 1 + this.options.loadBand) this.#spill = Math.min(max, this.#spill + SPILL_STEP);
+    else if (ratio < 1 + this.options.loadBand / 2) this.#spill = Math.max(0, this.#spill - SPILL_STEP);
   }
 
   /** True for an endpoint of the caller's zone. */
