@@ -7,8 +7,9 @@
  * - **Latency seed**: an endpoint with no response yet starts from the median latency estimate
  *   of the endpoints that have one, not from `defaultRttMs` (which may look far cheaper, or
  *   far dearer, than the fleet really is).
- * - **Share cap**: while its history builds (until this balancer has seen `minResponses`
- *   responses from it), the endpoint's draw weight is lowered so that even if it won every
+ * - **Share cap**: while its history builds — until this balancer has seen `minResponses`
+ *   responses from it, or it carries as many requests in flight as the median endpoint (then
+ *   it no longer looks free) — the endpoint's draw weight is lowered so that even if it won every
  *   comparison its share of picks would stay at or below `maxShareMultiple` × its fair share.
  *   An endpoint picked by a d-choice policy is first drawn as a candidate, so its share is at
  *   most its chance to be drawn: `guardDrawWeight` solves for the weight where that chance

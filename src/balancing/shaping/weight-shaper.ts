@@ -42,6 +42,15 @@ export interface ShapedEndpoint {
   readonly guarded: boolean;
 }
 
+/** The median in-flight count of the endpoints in `kept` that are not in `skip`; 0 when none. */
+function medianInFlight(kept: readonly Endpoint[], loads: LoadTracker, skip: ReadonlyMap<string, number>): number {
+  const values: number[] = [];
+  for (const e of kept) if (!skip.has(e.key)) values.push(loads.peek(e.key)?.inFlight ?? 0);
+  if (values.length === 0) return 0;
+  values.sort((a, b) => a - b);
+  return values[values.length >> 1] as number;
+}
+
 export class WeightShaper {
   readonly options: WeightShaperOptions;
   readonly zone: ZonePreference;
@@ -108,11 +117,17 @@ export class WeightShaper {
     const now = this.#clock.now();
     const guard = this.options.herdingGuard;
     const guarded = new Set<string>();
-    if (guard !== false) {
+    if (guard !== false && this.#guardFrom.size > 0) {
+      // History has built once the endpoint has answered `minResponses` times, or once it
+      // carries as many requests in flight as a typical endpoint (it no longer looks free).
+      const typical = medianInFlight(kept, loads, this.#guardFrom);
       for (const [key, from] of this.#guardFrom) {
         const load = loads.peek(key);
-        if (load !== undefined && responsesOf(load) - from < guard.minResponses) guarded.add(key);
-        else this.#guardFrom.delete(key);
+        if (load !== undefined && responsesOf(load) - from < guard.minResponses && load.inFlight < typical) {
+          guarded.add(key);
+        } else {
+          this.#guardFrom.delete(key);
+        }
       }
     }
     const guardWeight =
