@@ -23,6 +23,8 @@ export type TrafficDistribution = 'PreferClose' | 'PreferSameZone' | 'PreferSame
 /** Service-level facts that travel with a snapshot. */
 export interface EndpointSetMeta {
   readonly trafficDistribution?: TrafficDistribution;
+  /** The caller's own zone, when discovery learnt it (the Kubernetes source reads its node's label). */
+  readonly callerZone?: string;
 }
 
 export class EndpointSet {
@@ -31,12 +33,15 @@ export class EndpointSet {
   readonly endpoints: readonly Endpoint[];
   /** The Service's `trafficDistribution`, when discovery knows it (Kubernetes sources). */
   readonly trafficDistribution: TrafficDistribution | undefined;
+  /** The caller's zone as discovery learnt it; zone routing uses it unless configured otherwise. */
+  readonly callerZone: string | undefined;
   readonly #byKey: ReadonlyMap<string, Endpoint>;
   #eligible: readonly Endpoint[] | undefined;
 
   /** Builds a set; a later duplicate key replaces an earlier one. Order is kept (first occurrence). */
   constructor(endpoints: Iterable<Endpoint>, meta: EndpointSetMeta = {}) {
     this.trafficDistribution = meta.trafficDistribution;
+    this.callerZone = meta.callerZone;
     const byKey = new Map<string, Endpoint>();
     for (const e of endpoints) byKey.set(e.key, e);
     this.#byKey = byKey;
@@ -78,7 +83,7 @@ export class EndpointSet {
 
   /** True when both sets hold the same endpoints with the same attributes (order ignored). */
   equals(other: EndpointSet): boolean {
-    if (this.trafficDistribution !== other.trafficDistribution) return false;
+    if (this.trafficDistribution !== other.trafficDistribution || this.callerZone !== other.callerZone) return false;
     const d = EndpointSet.diff(this, other);
     return d.added.length === 0 && d.removed.length === 0 && d.changed.length === 0;
   }

@@ -9,6 +9,9 @@
  * requests — it compares zones fairly from any one balancer. To keep the other zones'
  * figures current, `probePercent` of picks go out of zone even in band.
  *
+ * The caller's zone is `zone`, else the one discovery learnt (`EndpointSet.callerZone`: the
+ * Kubernetes source reads its node's `topology.kubernetes.io/zone` label via `NODE_NAME`).
+ *
  * Local endpoints: when every eligible endpoint carries EndpointSlice hints, those hinted
  * for the caller's zone (`hints.forZones`, as kube-proxy does); otherwise those whose `zone`
  * is the caller's. Mode `auto` (default) follows the Service: on when its
@@ -69,6 +72,7 @@ export class ZonePreference {
   #spill = 0;
   #localLoadMs = 0;
   #fleetLoadMs = 0;
+  #zone: string | undefined;
   /** Local load / fleet load, smoothed over steps (latencies are noisy); 0 = no figure yet. */
   #ratio = 0;
 
@@ -83,7 +87,9 @@ export class ZonePreference {
 
   /** Follows a new snapshot: decides whether routing is on and which endpoints are local. */
   update(set: EndpointSet, eligible: readonly Endpoint[]): void {
-    const { zone, mode } = this.options;
+    const { mode } = this.options;
+    const zone = this.options.zone ?? set.callerZone;
+    this.#zone = zone;
     const hinted = eligible.length > 0 && eligible.every((e) => e.forZones !== undefined);
     const wanted = mode === 'on' || (mode === 'auto' && (PREFERS_ZONE.has(set.trafficDistribution ?? '') || hinted));
     const local = new Set<string>();
@@ -142,7 +148,7 @@ export class ZonePreference {
 
   state(): ZoneRoutingState {
     return {
-      zone: this.options.zone,
+      zone: this.#zone ?? this.options.zone,
       active: this.#active,
       spill: this.#active ? this.outOfZoneShare : 0,
       localLoadMs: this.#localLoadMs,

@@ -28,6 +28,8 @@ export interface ResolveInput {
   readonly slices: Iterable<EndpointSlice>;
   /** A Service port number or a port name, as in `k8s:///name.namespace:PORT`. */
   readonly port: number | string;
+  /** The caller's zone, carried on the resulting set for zone routing. */
+  readonly callerZone?: string;
 }
 
 export type ResolveResult =
@@ -188,6 +190,9 @@ export function resolveServiceEndpoints(input: ResolveInput): ResolveResult {
     }
   }
   const td = isRecord(service.spec) ? service.spec.trafficDistribution : undefined;
-  const meta = typeof td === 'string' && td !== '' ? { trafficDistribution: td } : {};
+  const meta = {
+    ...(typeof td === 'string' && td !== '' ? { trafficDistribution: td } : {}),
+    ...(input.callerZone === undefined ? {} : { callerZone: input.callerZone }),
+  };
   return { type: 'endpoints', endpoints: new EndpointSet(byKey.values(), meta), skippedFqdnSlices };
 }
