@@ -77,7 +77,9 @@ function zoneScenario(ratePerClient: number, zoneRouting: 'on' | 'off') {
 function zoneShares(r: SimDataplaneResult): Map<string, number> {
   const zoneOfPod = (i: number) => ['a', 'b', 'c'][i % 3] as string;
   const out = new Map<string, number>();
-  r.pods.forEach((p, i) => out.set(zoneOfPod(i), (out.get(zoneOfPod(i)) ?? 0) + p.share));
+  r.pods.forEach((p, i) => {
+    out.set(zoneOfPod(i), (out.get(zoneOfPod(i)) ?? 0) + p.share);
+  });
   return out;
 }
 
