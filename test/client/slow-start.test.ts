@@ -1,7 +1,8 @@
 /**
  * Slow start with real sockets: a `BalancedAgent` with `slowStartMs` sends a pod that has
  * just become ready a share that ramps over the window instead of its full share at once, and
- * its stats show the ramp (`slowStartWeight`). Shares are judged per 1 s bucket of responses,
+ * its stats show the ramp (`slowStartWeight`); with zone routing, requests stay in the caller's
+ * zone and stats show each zone's share. Shares are judged per 1 s bucket of responses,
  * as fractions of the fair share, with wide tolerances (the machine is shared).
  */
 import { request } from 'undici';
@@ -61,5 +62,24 @@ describe('slow start (real sockets)', () => {
     expect(midRampWeight).toBeLessThan(0.9);
     const done = agent.stats().routes[0]?.endpoints.find((x) => x.address === fresh.address);
     expect(done?.slowStartWeight).toBe(1);
+  }, 30_000);
+
+  test('zone routing keeps requests in the caller’s zone; stats show each zone’s share', async () => {
+    fx.pods = await startPods(3);
+    const [a1, a2, b1] = fx.pods as [Pod, Pod, Pod];
+    const source = new StaticEndpointSource([
+      { ...a1.endpoint, zone: 'zone-a' },
+      { ...a2.endpoint, zone: 'zone-a' },
+      { ...b1.endpoint, zone: 'zone-b' },
+    ]);
+    fx.agent = new BalancedAgent({ routes: { [ROUTE]: source }, zoneRouting: { zone: 'zone-a', mode: 'on' } });
+    const agent = fx.agent;
+    for (let i = 0; i < 200; i++) await (await request(`${ORIGIN}/`, { dispatcher: agent })).body.text();
+    const route = agent.stats().routes[0];
+    const shareOf = (zone: string) => route?.zones.find((z) => z.zone === zone)?.share ?? 0;
+    expect(shareOf('zone-a')).toBeGreaterThanOrEqual(0.9);
+    expect(shareOf('zone-a') + shareOf('zone-b')).toBeCloseTo(1, 5);
+    expect(route?.zoneRouting).toMatchObject({ zone: 'zone-a', active: true });
+    expect(a1.requests + a2.requests).toBeGreaterThanOrEqual(180);
   }, 30_000);
 });
