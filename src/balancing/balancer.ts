@@ -33,7 +33,7 @@ import { type ShapedEndpoint, WeightShaper } from './shaping/weight-shaper.js';
 import { parseZoneRoutingOptions, type ZoneRoutingOptions, type ZoneRoutingState } from './shaping/zone-preference.js';
 
 /** Default `BalancerOptions.weightRefreshMs`. */
-export const DEFAULT_WEIGHT_REFRESH_MS = 250;
+const DEFAULT_WEIGHT_REFRESH_MS = 250;
 
 /** Per-endpoint weights as the current picker uses them (stats and metrics). */
 export interface EndpointWeightState {
