@@ -234,7 +234,12 @@ for (const policy of policies.filter((p) => p.kind === 'load' && !p.ignoresWeigh
   const ticks = [];
   for (const n of [1000, 10_000]) {
     const c = new ManualClock();
-    const b = new Balancer({ policy: policy.name, clock: c, random: new SeededRandom(1), slowStart: { windowMs: 600_000 } });
+    const b = new Balancer({
+      policy: policy.name,
+      clock: c,
+      random: new SeededRandom(1),
+      slowStart: { windowMs: 600_000 },
+    });
     const set = endpointSet(n);
     b.update(new EndpointSet(set.endpoints.slice(0, n - n / 10)));
     b.update(set);
@@ -268,7 +273,9 @@ for (const policy of policies.filter((p) => p.kind === 'load' && !p.ignoresWeigh
     tickMs10000: ticks[1],
   });
 }
-process.stdout.write('\nduring a slow-start ramp (100 of 1,000 endpoints ramping): pick() cost, and one refresh tick\n');
+process.stdout.write(
+  '\nduring a slow-start ramp (100 of 1,000 endpoints ramping): pick() cost, and one refresh tick\n',
+);
 printTable(rampRows);
 
 const at1000 = results.filter((r) => r.endpoints === 1000 && r.policy !== 'baseline');
