@@ -115,6 +115,11 @@ interface SimFlags {
   scaleTo?: number;
   hashKey?: 'request' | 'client';
   balancerScope?: 'client' | 'shared';
+  slowStart?: number;
+  herdingGuard?: boolean;
+  podZones?: string[];
+  clientZones?: string[];
+  zoneRouting?: 'off' | 'on';
   json?: boolean;
   html?: string;
   list?: boolean;
@@ -145,6 +150,11 @@ function knobsFrom(f: SimFlags): ScenarioKnobs {
   if (f.scaleTo !== undefined) k.scaleTo = f.scaleTo;
   if (f.hashKey !== undefined) k.hashKey = f.hashKey;
   if (f.balancerScope !== undefined) k.balancerScope = f.balancerScope;
+  if (f.slowStart !== undefined) k.slowStartMs = f.slowStart;
+  if (f.herdingGuard === false) k.herdingGuard = false;
+  if (f.podZones !== undefined) k.podZones = f.podZones;
+  if (f.clientZones !== undefined) k.clientZones = f.clientZones;
+  if (f.zoneRouting !== undefined) k.zoneRouting = f.zoneRouting;
   return k;
 }
 
@@ -260,6 +270,11 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
     .addOption(
       new Option('--balancer-scope <scope>', 'evenlb balancer per client or shared').choices(['client', 'shared']),
     )
+    .option('--slow-start <d>', 'evenlb: slow-start window for newly ready pods (e.g. 20s)', durationOrZero)
+    .option('--no-herding-guard', "evenlb: switch off least-request/peak-ewma's herding guard")
+    .option('--pod-zones <list>', 'zones cycled over pods, e.g. a,b,c', list)
+    .option('--client-zones <list>', 'zones cycled over clients, e.g. a,a,a,a,a,b,b,b,c,c', list)
+    .addOption(new Option('--zone-routing <mode>', 'evenlb: load-aware zone routing').choices(['off', 'on']))
     .option('--json', 'print the result as JSON (schema in docs/sim.md)')
     .option('--html <file>', 'also write a self-contained HTML report with charts')
     .option('--list', 'list scenarios and dataplanes')

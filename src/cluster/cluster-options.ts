@@ -44,6 +44,25 @@ export const clusterSettingsSpec = {
   policyOptions: opt.custom<unknown, { optional: true }>('policy options', (_v): _v is unknown => true, {
     optional: true,
   }),
+  /** Slow start: ramp a newly ready endpoint's weight over this many ms (Envoy's formula); unset/0 = off. */
+  slowStartMs: opt.number({ min: 0, optional: true }),
+  /** Slow-start curve (Envoy's `aggression`); default 1 (linear). */
+  slowStartAggression: opt.number({ min: 0, exclusiveMin: true, optional: true }),
+  /** Slow-start weight floor, percent of the endpoint's weight; default 10. */
+  slowStartMinWeightPercent: opt.number({ min: 0, max: 100, optional: true }),
+  /** Herding guard for least-request / peak-ewma (`maxShareMultiple`, `minResponses`, `seedLatency`), or `false`; default on. */
+  herdingGuard: opt.custom<Record<string, unknown> | false, { optional: true }>(
+    'false or an object of herding guard options',
+    (v): v is Record<string, unknown> | false => v === false || isObject(v),
+    { optional: true },
+  ),
+  /**
+   * Load-aware zone routing (`zone`, `mode`, `loadBand`, `probePercent`, `maxSpillPercent`). The
+   * caller's zone defaults to the `EVENLB_ZONE` environment variable.
+   */
+  zoneRouting: opt.custom<Record<string, unknown>, { optional: true }>('an object of zone routing options', isObject, {
+    optional: true,
+  }),
   /** Requests per connection before it is retired (exactly); unset = unlimited. */
   maxRequestsPerConnection: opt.int({ min: 1, optional: true }),
   /** Connection age limit in ms, jittered by `ageJitter`; unset = unlimited. */
@@ -158,6 +177,17 @@ export type ClusterOptions = {
   authority?: string;
   policy?: string;
   policyOptions?: unknown;
+  slowStartMs?: number;
+  slowStartAggression?: number;
+  slowStartMinWeightPercent?: number;
+  herdingGuard?: { maxShareMultiple?: number; minResponses?: number; seedLatency?: boolean } | false;
+  zoneRouting?: {
+    zone?: string;
+    mode?: 'auto' | 'on' | 'off';
+    loadBand?: number;
+    probePercent?: number;
+    maxSpillPercent?: number;
+  };
   maxRequestsPerConnection?: number;
   maxConnectionAgeMs?: number;
   ageJitter?: number;
@@ -194,6 +224,32 @@ export type ClusterSettings = Omit<
   ClusterOptions,
   'name' | 'target' | 'authority' | 'clock' | 'random' | 'sourceOptions' | 'observer'
 >;
+
+/**
+ * The `Balancer` options a cluster's settings give: slow start, herding guard and zone
+ * routing, with the caller's zone from `env.EVENLB_ZONE` when not configured. Nested option
+ * objects are validated by the Balancer (errors name `Balancer herdingGuard` / `zoneRouting`).
+ */
+export function balancerShaping(
+  o: Pick<
+    ParsedClusterOptions,
+    'slowStartMs' | 'slowStartAggression' | 'slowStartMinWeightPercent' | 'herdingGuard' | 'zoneRouting'
+  >,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): {
+  slowStart: Record<string, number>;
+  herdingGuard?: Record<string, unknown> | false;
+  zoneRouting: Record<string, unknown>;
+} {
+  const slowStart: Record<string, number> = {};
+  if (o.slowStartMs !== undefined) slowStart.windowMs = o.slowStartMs;
+  if (o.slowStartAggression !== undefined) slowStart.aggression = o.slowStartAggression;
+  if (o.slowStartMinWeightPercent !== undefined) slowStart.minWeightPercent = o.slowStartMinWeightPercent;
+  const envZone = env.EVENLB_ZONE;
+  const zoneRouting: Record<string, unknown> = { ...(o.zoneRouting ?? {}) };
+  if (zoneRouting.zone === undefined && envZone !== undefined && envZone !== '') zoneRouting.zone = envZone;
+  return { slowStart, ...(o.herdingGuard === undefined ? {} : { herdingGuard: o.herdingGuard }), zoneRouting };
+}
 
 /** Parses cluster options once (unknown keys rejected). */
 export function parseClusterOptions(input: unknown): ParsedClusterOptions {

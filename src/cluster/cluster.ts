@@ -42,6 +42,7 @@ import type { EndpointPool, EndpointPoolEvents } from '../pool/endpoint-pool.js'
 import { type CloseReason, LifetimePolicy } from '../pool/lifetime-policy.js';
 import { ClusterDispatcher } from './cluster-dispatcher.js';
 import {
+  balancerShaping,
   type ClusterObserver,
   type ClusterOptions,
   type ParsedClusterOptions,
@@ -120,6 +121,7 @@ export class Cluster {
       policyOptions: o.policyOptions,
       clock: this.#clock,
       random,
+      ...balancerShaping(o),
     });
     const lifetime = new LifetimePolicy(
       {
@@ -536,6 +538,7 @@ export class Cluster {
     this.#unsubscribe();
     this.#eligibleListeners.clear();
     this.#outlier?.close();
+    this.balancer.close();
     const pools = [...this.#legacyPools.values()];
     for (const entry of this.#entries.values()) pools.push(...entry.pools());
     if (err === undefined) await Promise.all(pools.map((p) => p.close()));

@@ -30,6 +30,8 @@ export const clientMetricNames = Object.freeze({
   imbalanceMaxOverMean: 'evenlb_client_imbalance_max_over_mean',
   imbalanceCov: 'evenlb_client_imbalance_cov',
   imbalanceJain: 'evenlb_client_imbalance_jain',
+  endpointSlowStartWeight: 'evenlb_client_endpoint_slow_start_weight',
+  zoneRequestShare: 'evenlb_client_zone_request_share',
 });
 
 /** Something whose stats the scrape-time gauges read (a BalancedAgent). */
@@ -117,6 +119,22 @@ export class ClientMetrics {
       clientMetricNames.windowRequests,
       'Requests per endpoint within the stats window.',
       (e) => e.windowRequests,
+    );
+    endpointGauge(
+      clientMetricNames.endpointSlowStartWeight,
+      'Slow-start multiplier on the endpoint weight (1 = full weight).',
+      (e) => e.slowStartWeight,
+    );
+    registeredGauge(
+      registry,
+      clientMetricNames.zoneRequestShare,
+      "Each zone's share of the route's requests within the stats window (0..1).",
+      ['client', 'route', 'zone'],
+      (g) => {
+        for (const { client, stats } of collectStats())
+          for (const r of stats.routes)
+            for (const z of r.zones) g.set({ client, route: r.name, zone: z.zone }, z.share);
+      },
     );
     const imbalanceGauge = (name: string, help: string, pick: (s: ClusterStats) => number) =>
       registeredGauge(registry, name, help, ['client', 'route'], (g) => {

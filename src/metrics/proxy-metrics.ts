@@ -32,6 +32,8 @@ export const proxyMetricNames = Object.freeze({
   imbalanceMaxOverMean: 'evenlb_proxy_imbalance_max_over_mean',
   imbalanceCov: 'evenlb_proxy_imbalance_cov',
   imbalanceJain: 'evenlb_proxy_imbalance_jain',
+  endpointSlowStartWeight: 'evenlb_proxy_endpoint_slow_start_weight',
+  zoneRequestShare: 'evenlb_proxy_zone_request_share',
   downstreamRequests: 'evenlb_proxy_downstream_requests_total',
   downstreamConnections: 'evenlb_proxy_downstream_connections',
   rejected: 'evenlb_proxy_rejected_requests_total',
@@ -106,6 +108,10 @@ export interface EndpointStats {
   readonly terminating: boolean;
   readonly ejected: boolean;
   readonly eligible: boolean;
+  /** The endpoint's zone; `""` when discovery gives none. */
+  readonly zone: string;
+  /** Slow-start multiplier on its weight now, (0, 1]; 1 when not ramping. */
+  readonly slowStartWeight: number;
 }
 
 export interface ClusterStats {
@@ -114,6 +120,8 @@ export interface ClusterStats {
   /** Over the sliding window's request deltas, eligible endpoints only. */
   readonly imbalance: Imbalance;
   readonly ejections: number;
+  /** Each zone's share of the sliding window's requests, 0..1. */
+  readonly zoneShares: ReadonlyMap<string, number>;
 }
 
 export interface ProxyMetricsOptions {
@@ -180,6 +188,12 @@ export class ProxyMetrics {
       e.ejected ? 1 : 0,
     );
     perEndpoint(n.endpointReady, '1 while the endpoint is ready.', 'gauge', (e) => (e.ready ? 1 : 0));
+    perEndpoint(
+      n.endpointSlowStartWeight,
+      'Slow-start multiplier on the endpoint weight (1 = full weight).',
+      'gauge',
+      (e) => e.slowStartWeight,
+    );
     const self = this;
     this.#ejectionsCounter = new Counter({
       name: n.endpointEjections,
@@ -191,6 +205,17 @@ export class ProxyMetrics {
         for (const c of self.#clusters()) {
           for (const e of c.balancer.endpointSet.endpoints) this.inc({ cluster: c.name, endpoint: e.key }, 0);
         }
+      },
+    });
+    new Gauge({
+      name: n.zoneRequestShare,
+      help: "Each zone's share of the cluster's requests, sliding window (0..1).",
+      labelNames: ['cluster', 'zone'],
+      registers: [r],
+      collect(this: Gauge<'cluster' | 'zone'>) {
+        this.reset();
+        for (const c of self.stats())
+          for (const [zone, share] of c.zoneShares) this.set({ cluster: c.name, zone }, share);
       },
     });
     const perCluster = (name: string, help: string, read: (i: Imbalance) => number) =>
@@ -336,6 +361,7 @@ export class ProxyMetrics {
       const b = c.balancer;
       const eligible = new Set(b.picker.endpoints.map((t) => t.endpoint.key));
       const conns = c.connections();
+      const slowStart = new Map(b.weights().map((w) => [w.key, w.slowStart]));
       const endpoints: EndpointStats[] = [];
       for (const e of b.endpointSet.endpoints) {
         const load = b.loads.peek(e.key);
@@ -350,6 +376,8 @@ export class ProxyMetrics {
           terminating: e.conditions.terminating,
           ejected: b.ejected.has(e.key),
           eligible: eligible.has(e.key),
+          zone: e.zone ?? '',
+          slowStartWeight: slowStart.get(e.key) ?? 1,
         });
       }
       out.push({
@@ -357,6 +385,7 @@ export class ProxyMetrics {
         endpoints,
         imbalance: this.#windowImbalance(c.name, endpoints),
         ejections: this.#ejections.get(c.name) ?? 0,
+        zoneShares: this.#zoneShares(c.name, endpoints),
       });
     }
     this.#statsCache = { atMs: now, stats: out };
@@ -372,6 +401,20 @@ export class ProxyMetrics {
       deltas.push(e.requests - (oldest?.counts.get(e.key) ?? 0));
     }
     return imbalance(deltas);
+  }
+
+  /** Window request deltas summed per zone, as shares of the cluster's total. */
+  #zoneShares(cluster: string, endpoints: readonly EndpointStats[]): Map<string, number> {
+    const oldest = this.#samples.get(cluster)?.[0];
+    const perZone = new Map<string, number>();
+    let total = 0;
+    for (const e of endpoints) {
+      const delta = e.requests - (oldest?.counts.get(e.key) ?? 0);
+      perZone.set(e.zone, (perZone.get(e.zone) ?? 0) + delta);
+      total += delta;
+    }
+    for (const [zone, n] of perZone) perZone.set(zone, total === 0 ? 0 : n / total);
+    return perZone;
   }
 
   #sample(): void {

@@ -100,6 +100,24 @@ export interface ClusterConfig {
    * free one, in order. Unset = unlimited.
    */
   readonly connectionsPerEndpoint?: number;
+  /** Slow start: ramp a newly ready endpoint's weight over this many ms; unset = off. */
+  readonly slowStartMs?: number;
+  /** Slow-start curve (Envoy's aggression); default 1. */
+  readonly slowStartAggression?: number;
+  /** Slow-start weight floor, percent; default 10. */
+  readonly slowStartMinWeightPercent?: number;
+  /** Herding guard options for least-request / peak-ewma, or `false`; default on. */
+  readonly herdingGuard?:
+    | { readonly maxShareMultiple?: number; readonly minResponses?: number; readonly seedLatency?: boolean }
+    | false;
+  /** Load-aware zone routing; the proxy's zone defaults to `EVENLB_ZONE`. */
+  readonly zoneRouting?: {
+    readonly zone?: string;
+    readonly mode?: 'auto' | 'on' | 'off';
+    readonly loadBand?: number;
+    readonly probePercent?: number;
+    readonly maxSpillPercent?: number;
+  };
 }
 
 export interface RouteConfig {
@@ -228,6 +246,26 @@ export const proxyConfigSchema = {
           bodyTimeoutMs: nonNegInt,
           hostRewrite: nonEmptyString,
           connectionsPerEndpoint: posInt,
+          slowStartMs: { type: 'number', minimum: 0 },
+          slowStartAggression: posNum,
+          slowStartMinWeightPercent: { type: 'number', minimum: 0, maximum: 100 },
+          herdingGuard: {
+            oneOf: [
+              strictObject({
+                maxShareMultiple: { type: 'number', minimum: 1 },
+                minResponses: posInt,
+                seedLatency: { type: 'boolean' },
+              }),
+              { const: false },
+            ],
+          },
+          zoneRouting: strictObject({
+            zone: nonEmptyString,
+            mode: { enum: ['auto', 'on', 'off'] },
+            loadBand: posNum,
+            probePercent: { type: 'number', minimum: 0, maximum: 50 },
+            maxSpillPercent: { type: 'number', minimum: 0, maximum: 99 },
+          }),
         },
         ['name', 'target'],
       ),

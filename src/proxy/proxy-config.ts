@@ -156,6 +156,11 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
       bodyTimeoutMs: c.bodyTimeoutMs ?? 300_000,
       ...(c.hostRewrite === undefined ? {} : { hostRewrite: c.hostRewrite }),
       ...(c.connectionsPerEndpoint === undefined ? {} : { connectionsPerEndpoint: c.connectionsPerEndpoint }),
+      ...(c.slowStartMs === undefined ? {} : { slowStartMs: c.slowStartMs }),
+      ...(c.slowStartAggression === undefined ? {} : { slowStartAggression: c.slowStartAggression }),
+      ...(c.slowStartMinWeightPercent === undefined ? {} : { slowStartMinWeightPercent: c.slowStartMinWeightPercent }),
+      ...(c.herdingGuard === undefined ? {} : { herdingGuard: c.herdingGuard }),
+      ...(c.zoneRouting === undefined ? {} : { zoneRouting: Object.freeze({ ...c.zoneRouting }) }),
     });
   });
   const clusterNames = new Set<string>();

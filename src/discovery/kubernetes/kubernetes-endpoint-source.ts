@@ -16,9 +16,11 @@ import { parseTarget, type Target } from '../../core/target.js';
 import type { EndpointSourceOptions } from '../create-endpoint-source.js';
 import { BaseEndpointSource } from '../endpoint-source.js';
 import { resolveServiceEndpoints } from './endpoint-slice-resolver.js';
+import { KubeApiClient } from './kube-api-client.js';
 import {
   connectionKey,
   describeConnection,
+  KubeConnection,
   type KubeConnectionConfig,
   type KubernetesConnectionOptions,
   resolveKubeConnectionConfig,
@@ -26,6 +28,7 @@ import {
 } from './kube-connection.js';
 import { isRecord } from './kube-objects.js';
 import { defaultKubernetesWatchCache, KubernetesWatchCache, type ServiceWatchLease } from './kubernetes-watch-cache.js';
+import { callerZoneHint, lookupNodeZone } from './node-zone.js';
 import { DEFAULT_LIST_PAGE_SIZE, type ReflectorStats, type WatchTiming } from './resource-reflector.js';
 import { ServiceWatch } from './service-watch.js';
 
@@ -165,6 +168,10 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
   readonly #unsubscribe: () => void;
   readonly #onWarning: (message: string) => void;
   readonly #warnedSlices = new Set<string>();
+  /** The caller's zone from its node's label (`NODE_NAME`), once looked up. */
+  #callerZone: string | undefined;
+  #zoneLookup: AbortController | undefined;
+  readonly #warn: ((message: string) => void) | undefined;
 
   /** Use `createKubernetesEndpointSource`. */
   constructor(target: KubernetesTarget, options: ParsedKubernetesSourceOptions) {
@@ -180,6 +187,7 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
       env: options.env ?? process.env,
     });
     this.connection = describeConnection(config);
+    this.#warn = options.onWarning;
     this.#onWarning =
       options.onWarning ??
       ((message) => process.emitWarning(message, { type: 'EvenlbWarning', code: 'EVENLB_FQDN_SLICE_SKIPPED' }));
@@ -217,6 +225,37 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
     );
     this.#unsubscribe = this.#lease.watch.subscribe(() => this.#update());
     this.#update();
+    const hint = callerZoneHint(options.env ?? process.env);
+    if (hint.nodeName !== undefined) this.#lookUpZone(config, hint.nodeName, options.requestTimeoutMs ?? 30_000);
+  }
+
+  /** The caller's zone from its node's label, when `NODE_NAME` is set and the lookup succeeded. */
+  get callerZone(): string | undefined {
+    return this.#callerZone;
+  }
+
+  /** Reads the node's zone label once; the next published set carries it. A failure is a warning. */
+  #lookUpZone(config: KubeConnectionConfig, nodeName: string, timeoutMs: number): void {
+    const abort = new AbortController();
+    this.#zoneLookup = abort;
+    const connection = new KubeConnection(config);
+    const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(timeoutMs)]);
+    lookupNodeZone(new KubeApiClient(connection), nodeName, signal)
+      .then((zone) => {
+        if (zone === undefined || this.closed) return;
+        this.#callerZone = zone;
+        this.#update();
+      })
+      .catch((err: unknown) => {
+        if (abort.signal.aborted) return;
+        const message = `${this.target}: zone routing has no caller zone: ${(err as Error).message}`;
+        if (this.#warn !== undefined) this.#warn(message);
+        else process.emitWarning(message, { type: 'EvenlbWarning', code: 'EVENLB_CALLER_ZONE_UNKNOWN' });
+      })
+      .finally(() => {
+        this.#zoneLookup = undefined;
+        connection.close().catch(() => {});
+      });
   }
 
   /** Counters of the shared list+watch (LISTs, 410 re-lists, watches, silent restarts, failures). */
@@ -235,6 +274,7 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
             service: state.service,
             slices: state.slices.values(),
             port: this.port,
+            ...(this.#callerZone === undefined ? {} : { callerZone: this.#callerZone }),
           })
         : undefined;
     if (resolved?.type === 'endpoints') this.#warnFqdn(resolved.skippedFqdnSlices);
@@ -272,6 +312,7 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
   }
 
   protected async onClose(): Promise<void> {
+    this.#zoneLookup?.abort();
     this.#unsubscribe();
     await this.#lease.release();
   }

@@ -462,6 +462,7 @@ export class Simulation implements SimulationContext {
       workers: s.workers,
       createdAtMs: this.scheduler.now,
       initial,
+      ...(s.zones === undefined || s.zones.length === 0 ? {} : { zone: s.zones[index % s.zones.length] as string }),
     });
     this.pods.push(pod);
     for (const e of pod.endpointVariants) this.#podOf.set(e, pod);

@@ -29,6 +29,11 @@ export interface ScenarioKnobs {
   readonly scaleTo?: number;
   readonly hashKey?: 'request' | 'client';
   readonly balancerScope?: 'client' | 'shared';
+  readonly slowStartMs?: number;
+  readonly herdingGuard?: boolean;
+  readonly podZones?: readonly string[];
+  readonly clientZones?: readonly string[];
+  readonly zoneRouting?: 'off' | 'on';
 }
 
 type Obj = Record<string, unknown>;
@@ -73,6 +78,11 @@ export function applyKnobs(raw: unknown, knobs: ScenarioKnobs): unknown {
   if (k.nodes !== undefined) clients.nodes = k.nodes;
   if (k.hashKey !== undefined) clients.hashKey = k.hashKey;
   if (k.balancerScope !== undefined) clients.balancerScope = k.balancerScope;
+  if (k.slowStartMs !== undefined) clients.slowStartMs = k.slowStartMs;
+  if (k.herdingGuard !== undefined) clients.herdingGuard = k.herdingGuard;
+  if (k.podZones !== undefined) child(s, 'pods').zones = [...k.podZones];
+  if (k.clientZones !== undefined) clients.zones = [...k.clientZones];
+  if (k.zoneRouting !== undefined) clients.zoneRouting = k.zoneRouting;
   if (k.ratePerSecond !== undefined || k.requestsPerClient !== undefined) {
     const arrival = child(clients, 'arrival');
     if (arrival.type === undefined) arrival.type = 'poisson';

@@ -75,6 +75,8 @@ const podsSpec = {
   readyDelayMs: opt.number({ min: 0, default: 2000 }),
   /** Service port of every pod. */
   port: opt.int({ min: 1, max: 65535, default: 8443 }),
+  /** Zones, cycled over pods in creation order (`[a, b, c]` over 11 pods: 4-4-3); unset = no zones. */
+  zones: listOf(opt.string({ nonEmpty: true }), { optional: true }),
 };
 
 const clientsSpec = {
@@ -99,6 +101,16 @@ const clientsSpec = {
   maxIdleConnsPerHost: opt.int({ min: 0, default: 25 }),
   /** evenlb: one Balancer per client (BalancedAgent) or one shared by all (a proxy replica). */
   balancerScope: opt.oneOf(['client', 'shared'], { default: 'client' }),
+  /** evenlb: slow-start window for newly ready pods, ms; 0 = off. */
+  slowStartMs: opt.number({ min: 0, default: 0 }),
+  /** evenlb: the herding guard of least-request / peak-ewma (on by default, as in the library). */
+  herdingGuard: opt.boolean({ default: true }),
+  /** Zones, cycled over clients (`[a, a, a, a, a, b, b, b, c, c]`: 50/30/20); unset = no zones. */
+  zones: listOf(opt.string({ nonEmpty: true }), { optional: true }),
+  /** evenlb: load-aware zone routing for clients with a zone; default off. */
+  zoneRouting: opt.oneOf(['off', 'on'], { default: 'off' }),
+  /** evenlb: zone routing's load band (fraction over the fleet before spilling); default the library's. */
+  zoneLoadBand: opt.number({ min: 0, exclusiveMin: true, optional: true }),
 };
 
 const serverSpec = {

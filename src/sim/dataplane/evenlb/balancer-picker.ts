@@ -4,7 +4,9 @@
  * sent and `end()` when its response arrives, so in-flight counts and the peak-EWMA latency
  * follow the simulated pods. One balancer per client (each process runs its own
  * BalancedAgent) or one shared by all clients (a proxy replica), as the scenario says. The
- * pick context is reused per client, so a pick allocates nothing.
+ * pick context is reused per client, so a pick allocates nothing. Slow start, the herding
+ * guard and zone routing come from the scenario's `clients` (a client's zone from
+ * `clients.zones`; zone routing needs per-client balancers).
  */
 import { Balancer } from '../../../balancing/balancer.js';
 import type { PickContext } from '../../../balancing/picker.js';
@@ -29,8 +31,24 @@ export class BalancerPicker implements RequestPicker {
     this.#shared = ctx.scenario.clients.balancerScope === 'shared' || kind === 'hash';
     this.#requestKeys = kind === 'hash' && ctx.scenario.clients.hashKey === 'request';
     const count = this.#shared ? 1 : ctx.clients.length;
+    const c = ctx.scenario.clients;
+    const zones = c.zones ?? [];
     for (let i = 0; i < count; i++) {
-      this.#balancers.push(new Balancer({ policy, clock: ctx.clock, random: ctx.streams.balancers.fork() }));
+      const zone = zones.length === 0 || this.#shared ? undefined : zones[i % zones.length];
+      this.#balancers.push(
+        new Balancer({
+          policy,
+          clock: ctx.clock,
+          random: ctx.streams.balancers.fork(),
+          slowStart: { windowMs: c.slowStartMs },
+          ...(c.herdingGuard ? {} : { herdingGuard: false as const }),
+          zoneRouting: {
+            mode: c.zoneRouting,
+            ...(zone === undefined ? {} : { zone }),
+            ...(c.zoneLoadBand === undefined ? {} : { loadBand: c.zoneLoadBand }),
+          },
+        }),
+      );
     }
     this.#pickContexts = ctx.clients.map((c) => ({ hash: c.addressHash }));
   }
