@@ -146,7 +146,9 @@ process.stdout.write(
   `evenlb / round_robin throughput: ${rows
     .slice(1)
     .map((r) => `${r.channel} ${r.throughputRatio.toFixed(2)}x`)
-    .join(', ')} (target >= 0.9: ${worst >= 0.9 ? 'met' : 'NOT met'}); load average ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}\n`,
+    .join(
+      ', ',
+    )} (target >= 0.9: ${worst >= 0.9 ? 'met' : 'NOT met'}); load average ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}\n`,
 );
 writeResult('grpc', {
   calls: CALLS,

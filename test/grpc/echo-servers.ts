@@ -48,6 +48,8 @@ export interface EchoServer {
   served: number;
   /** Calls being handled now. */
   inProgress: number;
+  /** When set, every call fails with this gRPC status code. */
+  failWith: number | undefined;
   kill(): void;
   close(): Promise<void>;
 }
@@ -62,6 +64,7 @@ export async function startEchoServer(name: string, address = '127.0.0.1', port 
     key: '',
     served: 0,
     inProgress: 0,
+    failWith: undefined,
     kill: () => server.forceShutdown(),
     close: () =>
       new Promise<void>((resolve) => {
@@ -83,7 +86,8 @@ export async function startEchoServer(name: string, address = '127.0.0.1', port 
       const answer = () => {
         handle.inProgress--;
         handle.served++;
-        callback(null, Buffer.from(name));
+        if (handle.failWith === undefined) callback(null, Buffer.from(name));
+        else callback({ code: handle.failWith, details: `${name} fails` });
       };
       if (delayMs > 0) setTimeout(answer, delayMs);
       else answer();

@@ -9,8 +9,8 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../src/core/random.js';
 import { type GrpcRegistration, registerGrpc } from '../../src/grpc/index.js';
-import { type EndpointSpec, endpointSlice, FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
 import { fastOptions } from '../kubernetes/source-helpers.js';
+import { type EndpointSpec, endpointSlice, FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
 import { call, EchoClient, type EchoServer, startEchoServer, waitUntil } from './echo-servers.js';
 
 let api: FakeKubeApiServer;
