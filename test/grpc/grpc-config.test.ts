@@ -129,6 +129,26 @@ describe('evenlb policy features', () => {
     }
   });
 
+  it("balances over grpc-js's own resolvers too; dns:/// stays grpc-js's without dns: true", async () => {
+    const addresses = servers.map((s) => s.key).join(',');
+    const c = client(evenlbServiceConfig({ policy: 'round-robin', name: 'ipv4' }), `ipv4:///${addresses}`);
+    expect((await call(c)).ok).toBe(true);
+    const route = () => evenlb.stats().routes.find((r) => r.name === 'ipv4');
+    const start = performance.now();
+    while (route()?.endpoints.filter((e) => e.connectivity === 'ready').length !== 3) {
+      expect(performance.now() - start).toBeLessThan(5000);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const before = servers.map((s) => s.served);
+    for (let i = 0; i < 60; i++) expect((await call(c)).ok).toBe(true);
+    expect(servers.map((s, i) => s.served - (before[i] ?? 0))).toEqual([20, 20, 20]);
+    // No evenlb resolver behind it: the channel is named by its config, discovery is what grpc-js resolved.
+    expect(route()?.target).toBe('ipv4');
+    const plain = client(evenlbServiceConfig({ name: 'plain-dns' }), `dns:///localhost:${servers[0]?.port}`);
+    expect((await call(plain)).ok).toBe(true);
+    expect(evenlb.stats().routes.find((r) => r.name === 'plain-dns')?.target).toBe('plain-dns');
+  });
+
   it('exports evenlb_client_* metrics for gRPC channels on the prom-client registry', async () => {
     const c = client(evenlbServiceConfig({ policy: 'least-request', name: 'metered' }));
     for (let i = 0; i < 30; i++) expect((await call(c)).ok).toBe(true);
