@@ -16,19 +16,12 @@
  * re-delivers the current snapshot. Nothing is delivered while discovery is `pending`: calls
  * wait in grpc-js's queue (until their deadline) for the first answer.
  */
-import type { EndpointSet } from '../core/endpoint-set.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { parseTarget } from '../core/target.js';
 import type { DiscoverySnapshot } from '../discovery/endpoint-source.js';
 import { EVENLB_POLICY_NAME } from './balancing-config.js';
-import type {
-  ChannelOptions,
-  GrpcEndpoint,
-  GrpcModule,
-  GrpcResolver,
-  GrpcUri,
-  ResolverListener,
-} from './grpc-module.js';
+import { toGrpcEndpoints } from './grpc-endpoints.js';
+import type { ChannelOptions, GrpcModule, GrpcResolver, GrpcUri, ResolverListener } from './grpc-module.js';
 import type { SharedSources, SourceLease } from './shared-sources.js';
 
 type ServiceConfig = Extract<NonNullable<Parameters<ResolverListener>[2]>, { ok: true }>['value'];
@@ -77,12 +70,6 @@ export function defaultAuthorityOf(uri: string): string {
     default:
       return 'localhost';
   }
-}
-
-/** grpc-js endpoints for evenlb endpoints (one address each). */
-export function toGrpcEndpoints(set: EndpointSet, eligibleOnly: boolean): GrpcEndpoint[] {
-  const list = eligibleOnly ? set.eligible() : set.endpoints;
-  return list.map((e) => ({ addresses: [{ host: e.address, port: e.port }] }));
 }
 
 /** The resolver class of one registration, for `grpc.experimental.registerResolver`. */

@@ -27,8 +27,9 @@ import { opt, parseOptions } from '../core/options.js';
 import { createRandom, type Random } from '../core/random.js';
 import { ClientMetrics, type MetricsRegistry } from '../metrics/client-metrics.js';
 import { EVENLB_POLICY_NAME, EvenlbLoadBalancingConfig, parseGrpcBalancingConfig } from './balancing-config.js';
-import type { GrpcStats } from './channel-stats.js';
-import { type BalancerContext, EvenlbLoadBalancer } from './evenlb-load-balancer.js';
+import type { BalancerContext } from './balancing-engine.js';
+import type { ChannelStats, GrpcStats } from './channel-stats.js';
+import { EvenlbLoadBalancer } from './evenlb-load-balancer.js';
 import { type ChannelControlHelper, type GrpcModule, isGrpcModule } from './grpc-module.js';
 import { createResolverClass } from './grpc-resolver.js';
 import { SharedSources } from './shared-sources.js';
@@ -125,7 +126,7 @@ export function registerGrpc(grpc: GrpcModule, options: GrpcRegistrationOptions 
   }
   const clock = o.clock ?? systemClock;
   const sources = new SharedSources(clock, o.sourceOptions);
-  const live = new Set<EvenlbLoadBalancer>();
+  const live = new Set<{ stats(): ChannelStats }>();
   let closed = false;
   let closing: Promise<void> | undefined;
 

@@ -127,17 +127,18 @@ describe('a server killed mid-run', () => {
     const failedBefore = run.failures.length;
     const killedAt = performance.now();
     victim.kill();
-    const servedAtKill = own.map((s) => s.served);
     await waitUntil(() => run.sent > 600 || performance.now() - killedAt > 8000, 10_000, 'calls after the kill');
     await run.stop();
     const failedAfter = run.failures.length - failedBefore;
-    const after = own.map((s, i) => s.served - (servedAtKill[i] ?? 0));
+    // Answers the client received after the kill, per server (a killed server's handlers may still run).
+    const after = own.map((s) => run.log.filter((c) => c.server === s.name && c.atMs > killedAt).length);
     process.stdout.write(
-      `kill: in flight at the kill ${inFlightClient} (client) / ${inFlightServer} (server); failed ${failedAfter}; calls after: ${after.join(' ')}\n`,
+      `kill: in flight at the kill ${inFlightClient} (client) / ${inFlightServer} (server); failed ${failedAfter} [${run.failures.slice(failedBefore).join('; ')}]; calls after: ${after.join(' ')}\n`,
     );
     expect(failedBefore).toBe(0);
     expect(failedAfter).toBeLessThanOrEqual(Math.max(inFlightClient, inFlightServer));
-    expect(after[0]).toBe(0);
+    // Only calls already in flight at the kill may still be answered by the killed server.
+    expect(after[0]).toBeLessThanOrEqual(inFlightClient);
     for (const n of after.slice(1)) expect(n).toBeGreaterThan(20);
     await waitUntil(
       () => route()?.endpoints.find((e) => e.key === victim.key)?.connectivity !== 'ready',
