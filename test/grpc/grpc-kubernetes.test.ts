@@ -3,7 +3,7 @@
  * Service's pods are real grpc-js servers on 127.0.4.x sharing one port. While calls flow, a
  * scale-up gets calls within 1 s, a scaled-down pod and a terminating pod get none from 1 s
  * after the change, and with the API server down the channel keeps calling the last known pods
- * (discovery `degraded`) without a failed call.
+ * (discovery `degraded`) without a failed call. A second channel to the Service shares the watch.
  */
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -120,6 +120,18 @@ describe('k8s:/// target', () => {
       await loops;
     }
     expect(failures).toEqual([]);
+    // A second channel to the same Service shares the source (and its one list+watch).
+    const lists = () => api.requestsMatching({ verb: 'list', resource: 'endpointslices', namespace: 'rpc' }).length;
+    const listsBefore = lists();
+    const second = new EchoClient('k8s:///echo.rpc:grpc', grpc.credentials.createInsecure());
+    try {
+      const r = await call(second);
+      expect(r.ok).toBe(true);
+      expect(lists()).toBe(listsBefore);
+      expect(evenlb.stats().routes.filter((x) => x.target === 'k8s:///echo.rpc:grpc')).toHaveLength(2);
+    } finally {
+      second.close();
+    }
     const endpoints = route()?.endpoints ?? [];
     expect(endpoints.find((e) => e.key === pod(2).key)?.state).toBe('not-ready');
     expect(endpoints.find((e) => e.key === pod(3).key)?.pod).toBeDefined();
