@@ -136,4 +136,18 @@ describe('k8s:/// target', () => {
     expect(endpoints.find((e) => e.key === pod(2).key)?.state).toBe('not-ready');
     expect(endpoints.find((e) => e.key === pod(3).key)?.pod).toBeDefined();
   });
+
+  it('a Service that does not exist fails calls at once with UNAVAILABLE naming it', async () => {
+    const missing = new EchoClient('k8s:///missing.rpc:grpc', grpc.credentials.createInsecure());
+    try {
+      const r = await call(missing);
+      expect(r.ok).toBe(false);
+      if (r.ok) return;
+      expect(r.error.code).toBe(grpc.status.UNAVAILABLE);
+      expect(r.error.details).toMatch(/missing/);
+      expect(evenlb.stats().routes.find((x) => x.target === 'k8s:///missing.rpc:grpc')?.discovery).toBe('not-found');
+    } finally {
+      missing.close();
+    }
+  });
 });
