@@ -2,6 +2,7 @@
  * `evenlb/grpc` follows discovery and failures while calls flow, with real grpc-js servers:
  * - `file:///`: an endpoint added to the file gets calls within 1 s; one marked not-ready gets
  *   none from 1 s after the change; no call fails meanwhile.
+ * - grpc-js's own `round_robin` behind an evenlb resolver gets only eligible endpoints.
  * - a server killed mid-run: its calls move to the others; failed calls ≤ the calls in flight
  *   to it at the kill.
  */
@@ -108,6 +109,25 @@ describe('file:/// target', () => {
     const route = evenlb.stats().routes.find((r) => r.target === `file://${path}`);
     expect(route?.endpoints.find((e) => e.key === s2.key)?.state).toBe('not-ready');
     expect(route?.endpoints.find((e) => e.key === s2.key)?.connectivity).toBe('none');
+  });
+});
+
+describe("grpc-js's own policies behind an evenlb resolver", () => {
+  it('round_robin gets only the eligible endpoints: a not-ready one gets no call', async () => {
+    const own = await startEchoServers(2);
+    servers.push(...own);
+    const [ready, notReady] = own as [EchoServer, EchoServer];
+    const path = join(dir, 'round-robin.json');
+    writeEndpoints(path, [{ server: ready }, { server: notReady, ready: false }]);
+    const client = new EchoClient(`file://${path}`, grpc.credentials.createInsecure(), {
+      'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+    });
+    clients.push(client);
+    for (let i = 0; i < 40; i++) {
+      const r = await call(client);
+      expect(r.ok && r.server).toBe(ready.name);
+    }
+    expect(notReady.served).toBe(0);
   });
 });
 
