@@ -14,9 +14,9 @@ import * as grpc from '@grpc/grpc-js';
 import { evenlbServiceConfig, registerGrpc } from '../dist/grpc/index.js';
 import { printTable, writeResult } from './machine.mjs';
 
-const CALLS = Number(process.env.GRPC_BENCH_CALLS ?? 10_000);
+const CALLS = Number(process.env.GRPC_BENCH_CALLS ?? 6_000);
 const CONCURRENCY = Number(process.env.GRPC_BENCH_CONCURRENCY ?? 16);
-const ROUNDS = Number(process.env.GRPC_BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.GRPC_BENCH_ROUNDS ?? 5);
 const MAX_RUN_MS = 30_000;
 const here = dirname(fileURLToPath(import.meta.url));
 
