@@ -1,7 +1,8 @@
 /**
  * Real grpc-js servers for the `evenlb/grpc` tests: an `Echo` service with one unary method whose
  * messages are raw bytes (no .proto needed). Each server answers with its own name and counts the
- * calls it served and those in progress; a request `delay:<ms>` answers after that long. Servers
+ * calls it served and those in progress; a request `delay:<ms>` answers after that long (plus the
+ * server's own `delayMs`). Servers
  * listen on loopback with an ephemeral port (several may share one port on distinct 127.0.x.y
  * addresses, as a Service's pods share a port).
  */
@@ -50,6 +51,8 @@ export interface EchoServer {
   inProgress: number;
   /** When set, every call fails with this gRPC status code. */
   failWith: number | undefined;
+  /** Extra delay before every answer (ms). */
+  delayMs: number;
   kill(): void;
   close(): Promise<void>;
 }
@@ -65,6 +68,7 @@ export async function startEchoServer(name: string, address = '127.0.0.1', port 
     served: 0,
     inProgress: 0,
     failWith: undefined,
+    delayMs: 0,
     kill: () => server.forceShutdown(),
     close: () =>
       new Promise<void>((resolve) => {
@@ -82,7 +86,7 @@ export async function startEchoServer(name: string, address = '127.0.0.1', port 
     Unary(call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) {
       handle.inProgress++;
       const text = call.request.toString();
-      const delayMs = text.startsWith('delay:') ? Number(text.slice(6)) : 0;
+      const delayMs = (text.startsWith('delay:') ? Number(text.slice(6)) : 0) + handle.delayMs;
       const answer = () => {
         handle.inProgress--;
         handle.served++;

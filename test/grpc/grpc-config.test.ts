@@ -3,7 +3,8 @@
  * config errors name the field (eagerly in `evenlbServiceConfig`, and as the UNAVAILABLE status of
  * every call when a bad config reaches a channel, rather than grpc-js's silent fallback to
  * pick_first); bad targets and bad `registerGrpc` arguments fail clearly; `ring-hash` keeps one
- * metadata key on one server; failing calls eject a server (outlier detection); the prom-client
+ * metadata key on one server; failing calls eject a server (outlier detection); `peak-ewma` learns
+ * call latency from the same load records; the prom-client
  * registry exports `evenlb_client_*` for gRPC channels.
  */
 import * as grpc from '@grpc/grpc-js';
@@ -147,6 +148,35 @@ describe('evenlb policy features', () => {
     const plain = client(evenlbServiceConfig({ name: 'plain-dns' }), `dns:///localhost:${servers[0]?.port}`);
     expect((await call(plain)).ok).toBe(true);
     expect(evenlb.stats().routes.find((r) => r.name === 'plain-dns')?.target).toBe('plain-dns');
+  });
+
+  it('peak-ewma learns call latency: a slow server gets a small share', async () => {
+    const c = client(evenlbServiceConfig({ policy: 'peak-ewma', name: 'ewma' }));
+    const slow = servers[2] as EchoServer;
+    for (let i = 0; i < 30; i++) await call(c);
+    slow.delayMs = 60;
+    const before = servers.map((s) => s.served);
+    try {
+      let sent = 0;
+      const deadline = performance.now() + 20_000;
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          while (sent < 400 && performance.now() < deadline) {
+            sent++;
+            expect((await call(c, 'delay:2')).ok).toBe(true);
+          }
+        }),
+      );
+      const got = servers.map((s, i) => s.served - (before[i] ?? 0));
+      process.stdout.write(`peak-ewma with one server 60 ms slower: ${got.join(' ')}\n`);
+      const total = got.reduce((a, b) => a + b, 0);
+      // A fair share is a third; latency-blind round-robin would give it exactly that.
+      expect((got[2] ?? 0) / total).toBeLessThan(0.2);
+      const ewma = evenlb.stats().routes.find((r) => r.name === 'ewma');
+      expect(ewma?.endpoints.find((e) => e.key === slow.key)?.latencyMs).toBeGreaterThan(20);
+    } finally {
+      slow.delayMs = 0;
+    }
   });
 
   it('exports evenlb_client_* metrics for gRPC channels on the prom-client registry', async () => {
