@@ -2,6 +2,7 @@
  * `evenlb/grpc` follows discovery and failures while calls flow, with real grpc-js servers:
  * - `file:///`: an endpoint added to the file gets calls within 1 s; one marked not-ready gets
  *   none from 1 s after the change; no call fails meanwhile.
+ * - a removed endpoint keeps its subchannel until its in-flight calls end, then releases it.
  * - grpc-js's own `round_robin` behind an evenlb resolver gets only eligible endpoints.
  * - a server killed mid-run: its calls move to the others; failed calls ≤ the calls in flight
  *   to it at the kill.
@@ -109,6 +110,43 @@ describe('file:/// target', () => {
     const route = evenlb.stats().routes.find((r) => r.target === `file://${path}`);
     expect(route?.endpoints.find((e) => e.key === s2.key)?.state).toBe('not-ready');
     expect(route?.endpoints.find((e) => e.key === s2.key)?.connectivity).toBe('none');
+  });
+});
+
+describe('draining an endpoint', () => {
+  it('keeps its subchannel until its last in-flight call ends, then releases it', async () => {
+    const own = await startEchoServers(2);
+    servers.push(...own);
+    const [stays, leaves] = own as [EchoServer, EchoServer];
+    const path = join(dir, 'drain.json');
+    writeEndpoints(path, [{ server: stays }, { server: leaves }]);
+    const client = new EchoClient(`file://${path}`, grpc.credentials.createInsecure(), {
+      'grpc.service_config': evenlbServiceConfig({ policy: 'round-robin', name: 'drain' }),
+    });
+    clients.push(client);
+    const endpoint = () =>
+      evenlb
+        .stats()
+        .routes.find((r) => r.name === 'drain')
+        ?.endpoints.find((e) => e.key === leaves.key);
+    expect((await call(client)).ok).toBe(true);
+    await waitUntil(() => endpoint()?.connectivity === 'ready', 5000, 'the subchannel to connect');
+    // Slow calls until one is in flight on the endpoint about to leave.
+    const slow: Promise<Awaited<ReturnType<typeof call>>>[] = [];
+    while (leaves.inProgress === 0 && slow.length < 10) {
+      slow.push(call(client, 'delay:500'));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(leaves.inProgress).toBeGreaterThan(0);
+    writeEndpoints(path, [{ server: stays }]);
+    await waitUntil(() => endpoint()?.state === 'draining', 3000, 'the endpoint to drain');
+    expect(endpoint()?.connectivity).toBe('ready');
+    const results = await Promise.all(slow);
+    expect(results.every((r) => r.ok)).toBe(true);
+    await waitUntil(() => endpoint() === undefined, 3000, 'the drained endpoint to be released and forgotten');
+    const servedBy = leaves.served;
+    for (let i = 0; i < 10; i++) expect((await call(client)).ok).toBe(true);
+    expect(leaves.served).toBe(servedBy);
   });
 });
 
