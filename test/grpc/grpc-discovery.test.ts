@@ -180,6 +180,8 @@ describe('a server killed mid-run', () => {
     const run = load(client, 8, 'delay:20', 3000);
     await waitUntil(() => own.every((s) => s.served > 10), 10_000, 'calls to every server');
     const victim = own[0] as EchoServer;
+    // Kill it while it is handling calls.
+    await waitUntil(() => victim.inProgress > 0, 5000, 'calls in progress on the server to kill');
     const inFlightClient = route()?.endpoints.find((e) => e.key === victim.key)?.inFlight ?? 0;
     const inFlightServer = victim.inProgress;
     const failedBefore = run.failures.length;
