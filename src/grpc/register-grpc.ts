@@ -98,6 +98,11 @@ const open = new WeakMap<object, GrpcRegistration>();
 /**
  * Registers evenlb's resolvers and the `evenlb` policy on `grpc` (your `@grpc/grpc-js` module).
  * Throws `EVENLB_INVALID_OPTION` for a bad option or something that is not the grpc-js module.
+ *
+ * @example
+ * const evenlb = registerGrpc(grpc, { policy: 'peak-ewma', metrics: { registry } });
+ * const client = new EchoClient('k8s:///echo.prod:grpc', grpc.credentials.createInsecure());
+ * // ... at shutdown: client.close(); await evenlb.close();
  */
 export function registerGrpc(grpc: GrpcModule, options: GrpcRegistrationOptions = {}): GrpcRegistration {
   if (!isGrpcModule(grpc)) {
