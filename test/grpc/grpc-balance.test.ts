@@ -26,8 +26,9 @@ afterAll(async () => {
 
 const target = () => `static:///${servers.map((s) => s.key).join(',')}`;
 
-function client(policy: string | undefined, name: string): EchoClient {
-  const options = policy === undefined ? {} : { 'grpc.service_config': evenlbServiceConfig({ policy, name }) };
+/** A channel to the four servers; without `config`, the resolver's default service config applies. */
+function client(config?: { policy: string; name: string }): EchoClient {
+  const options = config === undefined ? {} : { 'grpc.service_config': evenlbServiceConfig(config) };
   const c = new EchoClient(target(), grpc.credentials.createInsecure(), options);
   clients.push(c);
   return c;
@@ -50,7 +51,7 @@ async function warm(c: EchoClient, name: string): Promise<void> {
 
 describe('evenlb policy on a grpc-js channel', () => {
   it('round-robin spreads 400 sequential unary calls with max/mean <= 1.1', async () => {
-    const c = client('round-robin', 'rr');
+    const c = client({ policy: 'round-robin', name: 'rr' });
     await warm(c, 'rr');
     let failed = 0;
     for (let i = 0; i < 400; i++) if (!(await call(c)).ok) failed++;
@@ -67,7 +68,7 @@ describe('evenlb policy on a grpc-js channel', () => {
   });
 
   it('least-request keeps 8 concurrent callers spread with max/mean <= 1.2', async () => {
-    const c = client(undefined, 'unused');
+    const c = client();
     // No service config on the channel: the resolver's default (least-request) applies.
     await call(c);
     const route = () => evenlb.stats().routes.find((r) => r.target === target() && r.policy === 'least-request');
