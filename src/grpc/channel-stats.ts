@@ -65,6 +65,8 @@ export function collectChannelStats(input: ChannelStatsInput): ChannelStats {
       errors: 0,
       endpoints: [],
       window: { windowMs: input.windowMs, imbalance: imbalance([]) },
+      zones: [],
+      zoneRouting: { zone: undefined, active: false, spill: 0, localLoadMs: 0, fleetLoadMs: 0 },
     };
   }
   const external = new Map<string, number>();
