@@ -9,7 +9,9 @@
  * (validated by that policy), `outlierDetection` (`false` or the outlier detector's options),
  * `hashHeader` (the call-metadata key whose value hash policies hash, default
  * `x-evenlb-hash-key`), `failureCodes` (gRPC status codes that count as an endpoint failure),
- * `statsWindowMs` and `name` (the channel's name in stats and metrics). Parsed once with the
+ * `statsWindowMs`, `name` (the channel's name in stats and metrics), and the slow-start, herding
+ * guard and zone routing fields of a BalancedAgent route (`slowStartMs`, `slowStartAggression`,
+ * `slowStartMinWeightPercent`, `herdingGuard`, `zoneRouting`). Parsed once with the
  * project's options parser; errors name the field.
  *
  * grpc-js drops a config whose parser throws and silently falls back to `pick_first`, so a bad
@@ -20,6 +22,9 @@
 import { outlierDetectionSpec } from '../balancing/outlier-detector.js';
 import { ensureBuiltinPolicies } from '../balancing/policies/index.js';
 import { registeredPolicies } from '../balancing/policy.js';
+import { parseHerdingGuardOptions } from '../balancing/shaping/herding-guard.js';
+import { parseZoneRoutingOptions } from '../balancing/shaping/zone-preference.js';
+import { balancerShaping, clusterSettingsSpec } from '../cluster/cluster-options.js';
 import { type EvenlbError, isEvenlbError } from '../core/errors.js';
 import { opt, optionError, type Parsed, parseOptions } from '../core/options.js';
 import type { TypedLoadBalancingConfig } from './grpc-module.js';
@@ -59,6 +64,12 @@ export const grpcBalancingSpec = {
       Array.isArray(v) && v.every((c) => Number.isInteger(c) && (c as number) >= 1 && (c as number) <= 16),
     { default: DEFAULT_FAILURE_CODES },
   ),
+  /** Slow start, the herding guard and zone routing: the same fields as a BalancedAgent route's. */
+  slowStartMs: clusterSettingsSpec.slowStartMs,
+  slowStartAggression: clusterSettingsSpec.slowStartAggression,
+  slowStartMinWeightPercent: clusterSettingsSpec.slowStartMinWeightPercent,
+  herdingGuard: clusterSettingsSpec.herdingGuard,
+  zoneRouting: clusterSettingsSpec.zoneRouting,
   /** Sliding window of the per-endpoint request counts in stats (ms); default 60 s. */
   statsWindowMs: opt.number({ min: 10, default: 60_000 }),
   /** The channel's name in stats and metrics; default the target URI. */
@@ -76,6 +87,11 @@ export interface GrpcBalancingConfigInput {
   failureCodes?: readonly number[];
   statsWindowMs?: number;
   name?: string;
+  slowStartMs?: number;
+  slowStartAggression?: number;
+  slowStartMinWeightPercent?: number;
+  herdingGuard?: { maxShareMultiple?: number; minResponses?: number; seedLatency?: boolean } | false;
+  zoneRouting?: Record<string, unknown>;
 }
 
 const COMPONENT = 'evenlb load-balancing config';
@@ -99,6 +115,9 @@ export function parseGrpcBalancingConfig(input: unknown): GrpcBalancingConfig {
   if (parsed.outlierDetection !== undefined && parsed.outlierDetection !== false) {
     parseOptions(`${COMPONENT} outlierDetection`, parsed.outlierDetection, outlierDetectionSpec);
   }
+  const shaping = balancerShaping(parsed);
+  if (shaping.herdingGuard !== undefined) parseHerdingGuardOptions(shaping.herdingGuard, `${COMPONENT} herdingGuard`);
+  parseZoneRoutingOptions(shaping.zoneRouting, `${COMPONENT} zoneRouting`);
   return parsed;
 }
 

@@ -3,9 +3,11 @@
  * turned off) and a `CallTracker`. A channel whose service config changes builds a new engine;
  * calls in flight finish on the old one's load records.
  */
+
 import { Balancer } from '../balancing/balancer.js';
 import { OutlierDetector } from '../balancing/outlier-detector.js';
 import type { ClusterObserver, RequestOutcome } from '../cluster/cluster-options.js';
+import { balancerShaping } from '../cluster/cluster-options.js';
 import { WINDOW_BUCKETS } from '../cluster/endpoint-entry.js';
 import type { Clock } from '../core/clock.js';
 import type { Random } from '../core/random.js';
@@ -42,6 +44,11 @@ export interface EngineHooks {
   callEnded(ticket: CallTicket, outcome: RequestOutcome, durationMs: number): void;
   /** A pick was taken back (never started); its endpoint may now be idle. */
   pickWithdrawn(ticket: CallTicket): void;
+  /**
+   * The Balancer published a new picker on its own (a slow-start ramp or zone step on its
+   * refresh tick): the grpc-js picker holding the old one must be replaced.
+   */
+  pickerChanged(): void;
 }
 
 /** Builds the engine of `config`. */
@@ -52,7 +59,13 @@ export function createEngine(
   random: Random,
   hooks: EngineHooks,
 ): BalancingEngine {
-  const balancer = new Balancer({ policy: config.policy, policyOptions: config.policyOptions, clock, random });
+  const balancer = new Balancer({
+    policy: config.policy,
+    policyOptions: config.policyOptions,
+    clock,
+    random,
+    ...balancerShaping(config),
+  });
   const outlier =
     config.outlierDetection === false
       ? undefined
@@ -68,6 +81,7 @@ export function createEngine(
     (ticket, outcome, ms) => hooks.callEnded(ticket, outcome, ms),
     (ticket) => hooks.pickWithdrawn(ticket),
   );
+  const unsubscribe = balancer.onPicker(() => hooks.pickerChanged());
   return {
     config,
     fingerprint,
@@ -75,7 +89,9 @@ export function createEngine(
     outlier,
     tracker,
     stop() {
+      unsubscribe();
       outlier?.close();
+      balancer.close();
       tracker.close();
     },
   };

@@ -5,9 +5,9 @@
  * snapshot attribute; behind another resolver every resolved address is a ready endpoint.
  *
  * An endpoint that leaves, turns not-ready or starts terminating gets no new call at once; its
- * subchannel is released when its last call ends. Endpoints whose subchannel is not READY are
- * excluded from picks like ejected ones, so no call waits on a connecting or failed endpoint
- * while another is connected. The channel sees READY when any eligible endpoint is connected,
+ * subchannel is released when its last call ends. A call picked for an endpoint whose subchannel
+ * is not READY goes to a connected endpoint instead (round-robin), so no call waits on a
+ * connecting or failed endpoint while another is connected. The channel sees READY when any eligible endpoint is connected,
  * CONNECTING while some connect, else TRANSIENT_FAILURE with discovery's or the last connection
  * error. A config that failed to parse fails every call with its error's text.
  */ import type { PickContext } from '../balancing/picker.js';
@@ -62,6 +62,8 @@ export class EvenlbLoadBalancer implements GrpcLoadBalancer {
   #note = '';
   #lastError = '';
   #paused = false;
+  /** Inside `#publish`: the Balancer's own picker events are already being handled. */
+  #publishing = false;
   #destroyed = false;
 
   constructor(helper: ChannelControlHelper, ctx: BalancerContext) {
@@ -165,6 +167,8 @@ export class EvenlbLoadBalancer implements GrpcLoadBalancer {
       ejected: (key, ms) => this.#ctx.observer?.ejected?.(this.name, key, ms),
       callEnded: (ticket, outcome, ms) => this.#callEnded(ticket, outcome, ms),
       pickWithdrawn: (ticket) => this.#releaseIfIdle(ticket.key),
+      // Pickers published while this policy is itself publishing are picked up by that call.
+      pickerChanged: () => this.#publish(),
     });
     this.#engine = engine;
     if (this.#set.size > 0) {
@@ -253,6 +257,16 @@ export class EvenlbLoadBalancer implements GrpcLoadBalancer {
 
   /** Publishes a fresh picker and connectivity after any change. */
   #publish(): void {
+    if (this.#publishing) return;
+    this.#publishing = true;
+    try {
+      this.#publishNow();
+    } finally {
+      this.#publishing = false;
+    }
+  }
+
+  #publishNow(): void {
     const engine = this.#engine;
     if (this.#paused || this.#destroyed || engine === undefined) return;
     const S = this.#grpc.connectivityState;
@@ -262,8 +276,11 @@ export class EvenlbLoadBalancer implements GrpcLoadBalancer {
     } finally {
       this.#paused = false;
     }
-    const { connected: subs, notConnected, connecting } = this.#subchannels.survey(this.#eligible);
-    const excluded = new Set<string>([...(engine.outlier?.ejected ?? []), ...notConnected]);
+    const { connected: subs, connecting } = this.#subchannels.survey(this.#eligible);
+    // Only outlier ejection reaches the Balancer: connectivity is not readiness (a subchannel's
+    // first connect must not read as a pod joining — slow start, herding guard). A pick of an
+    // endpoint whose subchannel is not connected moves to a connected one in the picker.
+    const excluded = new Set<string>(engine.outlier?.ejected ?? []);
     const connected = new Map<string, ConnectedEndpoint>();
     for (const sub of subs) {
       const entry = this.#entries.get(sub.key);

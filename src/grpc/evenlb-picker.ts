@@ -60,13 +60,19 @@ export class EvenlbPicker implements GrpcPicker {
     const picked = parts.picker.pick(ctx);
     let key: string;
     let connected: ConnectedEndpoint | undefined;
+    let fellBack = false;
     if (picked.type === 'picked') {
       key = picked.endpoint.key;
       connected = parts.connected.get(key);
     } else {
-      // Outlier detection ejected every connected endpoint: keep serving rather than fail.
+      key = '';
+    }
+    if (connected === undefined) {
+      // Outlier detection ejected every connected endpoint, or the pick's subchannel is not
+      // connected (yet): keep serving on a connected one rather than fail or wait.
       key = this.#fallback[this.#next++ % this.#fallback.length] ?? '';
       connected = parts.connected.get(key);
+      fellBack = true;
     }
     if (connected === undefined) {
       return {
@@ -80,7 +86,11 @@ export class EvenlbPicker implements GrpcPicker {
     const inner = connected.picker.pick(args);
     if (inner.pickResultType !== this.#complete) return inner;
     const tracker = parts.tracker;
-    const ticket = tracker.begin(key, picked.type === 'picked' ? picked.load : connected.load, connected.entry);
+    const ticket = tracker.begin(
+      key,
+      picked.type === 'picked' && !fellBack ? picked.load : connected.load,
+      connected.entry,
+    );
     const innerStarted = inner.onCallStarted;
     const innerEnded = inner.onCallEnded;
     return {

@@ -77,6 +77,9 @@ export function guardDrawWeight(maxShareMultiple: number, d: number, guarded: nu
   const n = guarded + others;
   const cap = maxShareMultiple / n;
   if (others === 0 || d <= 1 || drawChance(1, guarded, others, d) <= cap) return 1;
+  // With so few endpoints that every pick draws a guarded one whatever its weight (d >= n, say),
+  // a lower draw weight bounds nothing and would only starve it on ties: leave it at 1.
+  if (drawChance(MIN_DRAW_WEIGHT, guarded, others, d) > cap) return 1;
   let lo = 0;
   let hi = 1;
   for (let i = 0; i < 30; i++) {
@@ -84,8 +87,15 @@ export function guardDrawWeight(maxShareMultiple: number, d: number, guarded: nu
     if (drawChance(mid, guarded, others, d) <= cap) lo = mid;
     else hi = mid;
   }
-  return Math.max(lo, 1e-6);
+  return Math.max(lo, MIN_DRAW_WEIGHT);
 }
+
+/**
+ * The lowest draw weight the guard hands out: low enough to bound a herd, high enough that a
+ * guarded endpoint still wins ties (idle, sequential traffic) now and then, gets its first
+ * responses and leaves the guard — never starved.
+ */
+const MIN_DRAW_WEIGHT = 0.05;
 
 /** The median latency estimate (ms) of records that have seen a response, or undefined. */
 export function medianLatencyMs(loads: Iterable<EndpointLoad>): number | undefined {
