@@ -9,7 +9,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Dispatcher } from 'undici';
-import { downstreamRawHeaders, downstreamResponseHeaders, isHopHeader } from './hop-headers.js';
+import { downstreamRawHeaders, downstreamResponseHeaders, isHopHeader, responseContentLength } from './hop-headers.js';
 import { replyHttp1, replyHttp2, statusForError } from './local-reply.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -18,6 +18,14 @@ type Headers = Record<string, string | string[] | undefined>;
 export type ExchangeDone = (status: number, reason: string | undefined) => void;
 
 const CLIENT_GONE = new Error('client closed the connection');
+
+function hasTransferEncoding(raw: readonly Buffer[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as Buffer;
+    if (name.length === 17 && name.toString('latin1').toLowerCase() === 'transfer-encoding') return true;
+  }
+  return false;
+}
 
 /**
  * Upstream → HTTP/1.1 client. Written against undici's callback handler API so the raw header
@@ -53,7 +61,12 @@ export class Http1ResponseExchange {
     if (statusCode < 200 || this.#finished) return true;
     this.#status = statusCode;
     this.#resume = resume;
-    this.#res.writeHead(statusCode, statusText, downstreamRawHeaders(raw, '1.1'));
+    // Framing: the length undici's parser read the body by, or none (node:http then chunks,
+    // or closes after the body for an HTTP/1.0 client). Never a header the upstream listed.
+    const list = downstreamRawHeaders(raw, '1.1');
+    const length = statusCode === 204 ? undefined : responseContentLength(raw);
+    if (length !== undefined && !hasTransferEncoding(raw)) list.push('content-length', length);
+    this.#res.writeHead(statusCode, statusText, list);
     return true;
   }
 
