@@ -75,6 +75,8 @@ export class L7Listener {
   /** Connections on the proxy's own HTTP/1.1 data path. */
   readonly #fast = new Set<Http1Downstream>();
   readonly #clientCerts = new WeakMap<Socket, string | undefined>();
+  /** node:http sockets whose current request is their last (see `#onRequest`). */
+  readonly #lastOnSocket = new WeakSet<Socket>();
   readonly #fastContext: Http1Context;
   readonly #sweepMs: number;
   #sweep: NodeJS.Timeout | undefined;
@@ -272,6 +274,13 @@ export class L7Listener {
   }
 
   #onRequest(req: IncomingMessage, res: ServerResponse): undefined {
+    // node:http parses pipelined requests ahead of the responses: one that follows a request
+    // ending its connection (Connection: close, HTTP/1.0 without keep-alive, Transfer-Encoding
+    // on HTTP/1.0) is never forwarded; the socket closes after the earlier response.
+    if (this.#lastOnSocket.has(req.socket)) {
+      req.resume();
+      return;
+    }
     const raw = req.rawHeaders;
     const limits = this.config.limits;
     if (raw.length > limits.maxHeaderCount * 2) return this.#reject(res, 431, 'too-many-headers');
@@ -300,6 +309,7 @@ export class L7Listener {
       return this.#reject(res, 400, 'bad-host');
     // RFC 9112 §6.1: Transfer-Encoding on an HTTP/1.0 request ends the connection after the response.
     if (te > 0 && req.httpVersionMinor === 0) res.shouldKeepAlive = false;
+    if (!res.shouldKeepAlive) this.#lastOnSocket.add(req.socket);
     const { host, path } = target;
     const state = this.#deps.state();
     const match = state.routes.match(host, path, target.absolute);
