@@ -68,7 +68,7 @@ function schemaError(e: ErrorObject, root: unknown): EvenlbError {
       );
     case 'pattern': {
       const f = fieldName(e.instancePath);
-      const what = /address$/.test(f)
+      const what = /address$/i.test(f)
         ? 'must be HOST:PORT (IPv6 as [::1]:PORT)'
         : /target$/.test(f)
           ? 'must be a target URI: static:///IP:PORT[,...], dns:///HOST:PORT, k8s:///NAME.NAMESPACE:PORT or file:///PATH'
