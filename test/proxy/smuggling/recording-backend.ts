@@ -17,6 +17,8 @@ export interface BackendRequest {
   readonly method: string;
   readonly path: string;
   readonly socket: number;
+  /** Lower-cased header names with their values, as received. */
+  readonly headers: readonly [string, string][];
 }
 
 export interface RecordingBackend {
@@ -42,7 +44,14 @@ function checkForwarded(m: ParsedMessage, violations: string[], where: string): 
   if (count('forwarded') + count('x-real-ip') > 0) violations.push(`${where}: a client Forwarded/X-Real-IP arrived`);
 }
 
-export async function startRecordingBackend(address = '127.0.0.1'): Promise<RecordingBackend> {
+/**
+ * Starts the backend on `address`. `trustedCases`: case ids whose requests come through a
+ * listener that trusts forwarding headers (their client-sent ones are expected to arrive).
+ */
+export async function startRecordingBackend(
+  address = '127.0.0.1',
+  trustedCases: ReadonlySet<string> = new Set(),
+): Promise<RecordingBackend> {
   const requests: BackendRequest[] = [];
   const violations: string[] = [];
   const sockets = new Set<Socket>();
@@ -64,13 +73,14 @@ export async function startRecordingBackend(address = '127.0.0.1'): Promise<Reco
         if (caseId === undefined || m.second.includes('smuggled')) {
           violations.push(`${where}: a request the client did not send (smuggled)`);
         }
-        checkForwarded(m, violations, where);
+        if (!trustedCases.has(caseId ?? '')) checkForwarded(m, violations, where);
         requests.push({
           caseId: caseId ?? '',
           seq: header(m, 'x-seq') ?? '',
           method: m.first,
           path: m.second,
           socket: id,
+          headers: m.headers,
         });
         if (socket.destroyed) continue;
         const mode = /^\/r\/([a-z0-9-]+)/.exec(m.second)?.[1];
