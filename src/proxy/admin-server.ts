@@ -122,6 +122,10 @@ export class AdminServer {
         res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'max-age=3600' });
         res.end(chartJsSource());
         return;
+      case '/favicon.ico':
+        // Browsers that ignore the page's inline icon ask anyway: answer without an error.
+        res.writeHead(204, { 'cache-control': 'max-age=86400' }).end();
+        return;
       case '/':
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
         res.end(dashboardHtml);

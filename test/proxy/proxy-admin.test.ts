@@ -173,6 +173,10 @@ describe('dashboard', () => {
       `Array.from(document.querySelectorAll('section[data-cluster="web"] table th')).map((th) => th.textContent)`,
     )) as string[];
     expect(headers).toEqual(expect.arrayContaining(['p50 ms', 'p99 ms', 'balancer estimate ms']));
+    // Headless Chromium asks for no icon, a desktop browser does: the page names an inline one
+    // and /favicon.ico answers without an error either way.
+    expect(await page.evaluate(`document.querySelector('link[rel="icon"]')?.getAttribute('href')`)).toBe('data:,');
+    expect((await fetchText(adminPort, '/favicon.ico')).status).toBe(204);
     if (process.env.EVENLB_DASHBOARD_SCREENSHOT !== undefined) {
       await page.screenshot({ path: process.env.EVENLB_DASHBOARD_SCREENSHOT, fullPage: true });
     }
