@@ -281,6 +281,7 @@ export class L7Listener {
       req.resume();
       return;
     }
+    if (!res.shouldKeepAlive) this.#lastOnSocket.add(req.socket);
     const raw = req.rawHeaders;
     const limits = this.config.limits;
     if (raw.length > limits.maxHeaderCount * 2) return this.#reject(res, 431, 'too-many-headers');
@@ -308,8 +309,10 @@ export class L7Listener {
     )
       return this.#reject(res, 400, 'bad-host');
     // RFC 9112 §6.1: Transfer-Encoding on an HTTP/1.0 request ends the connection after the response.
-    if (te > 0 && req.httpVersionMinor === 0) res.shouldKeepAlive = false;
-    if (!res.shouldKeepAlive) this.#lastOnSocket.add(req.socket);
+    if (te > 0 && req.httpVersionMinor === 0) {
+      res.shouldKeepAlive = false;
+      this.#lastOnSocket.add(req.socket);
+    }
     const { host, path } = target;
     const state = this.#deps.state();
     const match = state.routes.match(host, path, target.absolute);

@@ -340,6 +340,18 @@ export const REQUEST_CASES: readonly RequestCase[] = [
     methods: ['POST'],
   },
   {
+    name: 'Expect + Connection: close for another host, then a second request',
+    kinds: ['fallback'],
+    bytes: (id) =>
+      req(id, 1, {
+        method: 'POST',
+        host: 'Host: nowhere.test\r\n',
+        extra: 'Expect: 100-continue\r\nConnection: close\r\nContent-Length: 2\r\n',
+        body: 'hi',
+      }) + req(id, 2),
+    methods: ['POST'],
+  },
+  {
     name: 'HTTP/1.0 CL.TE',
     kinds: ['fallback'],
     bytes: (id) =>
