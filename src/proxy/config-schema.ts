@@ -55,6 +55,12 @@ export interface ListenerConfig {
   readonly maxConnectionAgeMs?: number;
   readonly limits: ListenerLimits;
   readonly recycle?: ListenerRecycle;
+  /**
+   * `http`/`https`: trust the client's forwarding headers (`X-Forwarded-*`, `Forwarded`,
+   * `X-Real-IP`) because every client is a proxy the operator controls. Default false: they
+   * are removed and the proxy writes its own (see hop-headers.ts).
+   */
+  readonly trustForwardedHeaders: boolean;
 }
 
 export interface ClusterTlsConfig {
@@ -127,8 +133,19 @@ export interface RouteConfig {
   readonly cluster: string;
 }
 
+/**
+ * The admin listener. `address` serves everything (dashboard, `/config`, `/endpoints`,
+ * `/metrics`, probes) and belongs on loopback; `metricsAddress`, when set, is a second
+ * listener serving only `/metrics`, `/healthz` and `/readyz`, for a pod IP that Prometheus and
+ * the kubelet reach.
+ */
+export interface AdminConfig {
+  readonly address: string;
+  readonly metricsAddress?: string;
+}
+
 export interface ProxyConfig {
-  readonly admin?: { readonly address: string };
+  readonly admin?: AdminConfig;
   readonly accessLog: boolean;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Sliding window for the imbalance gauges, ms. */
@@ -164,7 +181,10 @@ export const proxyConfigSchema = {
   additionalProperties: false,
   required: ['listeners', 'clusters'],
   properties: {
-    admin: strictObject({ address: { type: 'string', pattern: ADDRESS } }, ['address']),
+    admin: strictObject(
+      { address: { type: 'string', pattern: ADDRESS }, metricsAddress: { type: 'string', pattern: ADDRESS } },
+      ['address'],
+    ),
     accessLog: { type: 'boolean' },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     imbalanceWindowMs: posInt,
@@ -212,6 +232,7 @@ export const proxyConfigSchema = {
             maxConnections: nonNegInt,
           }),
           recycle: strictObject({ maxRequestsPerConnection: posInt, maxConnectionAgeMs: posNum }),
+          trustForwardedHeaders: { type: 'boolean' },
         },
         ['address'],
       ),
