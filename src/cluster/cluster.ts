@@ -36,6 +36,7 @@ import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { FeatureGates } from '../core/feature-gates.js';
 import { createRandom, type Random } from '../core/random.js';
+import { Shutdown } from '../core/shutdown.js';
 import { createEndpointSource } from '../discovery/create-endpoint-source.js';
 import type { DiscoverySnapshot, EndpointSource } from '../discovery/endpoint-source.js';
 import type { EndpointPool, EndpointPoolEvents } from '../pool/endpoint-pool.js';
@@ -94,7 +95,7 @@ export class Cluster {
   #requests = 0;
   #retries = 0;
   #closed = false;
-  #closing: Promise<void> | undefined;
+  readonly #shutdown = new Shutdown();
 
   constructor(input: ClusterOptions) {
     const o = parseClusterOptions(input);
@@ -322,16 +323,30 @@ export class Cluster {
     });
   }
 
-  /** Graceful: new requests fail with `EVENLB_CLOSED`; in-flight ones finish; then sockets close. Idempotent. */
+  /**
+   * Graceful: new requests fail with `EVENLB_CLOSED`, requests waiting for discovery fail, the
+   * ones in flight finish, then sockets close and the source stops. Always settles; idempotent;
+   * a `destroy()` while it waits settles it.
+   */
   close(): Promise<void> {
-    if (this.#closing === undefined) this.#closing = this.#shutdown(undefined);
-    return this.#closing;
+    return this.#shutdown.close(async () => {
+      this.#stop(undefined);
+      await Promise.all(this.#allPools().map((p) => p.close()));
+      if (this.#ownsSource) await this.source.close();
+    });
   }
 
-  /** Abrupt: in-flight and queued requests fail with `err`. Idempotent. */
+  /**
+   * Abrupt: queued and in-flight requests fail with `err` (default `EVENLB_CLOSED`), sockets are
+   * destroyed. Settles a pending `close()` too. Idempotent.
+   */
   destroy(err?: Error): Promise<void> {
-    if (this.#closing === undefined) this.#closing = this.#shutdown(err ?? null);
-    return this.#closing;
+    return this.#shutdown.destroy(async () => {
+      const error = err ?? new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} was destroyed`);
+      this.#stop(error);
+      await Promise.all(this.#allPools().map((p) => p.destroy(error)));
+      if (this.#ownsSource) await this.source.close();
+    });
   }
 
   // ---- The router RoutedRequests call back into ----
@@ -525,7 +540,9 @@ export class Cluster {
     return pool;
   }
 
-  async #shutdown(err: Error | null | undefined): Promise<void> {
+  /** Refuses new work and fails requests still waiting for discovery (shared by close and destroy). */
+  #stop(err: Error | undefined): void {
+    if (this.#closed) return;
     this.#closed = true;
     const closedError = err ?? new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`);
     for (const r of this.#waiting) {
@@ -536,10 +553,11 @@ export class Cluster {
     this.#unsubscribe();
     this.#eligibleListeners.clear();
     this.#outlier?.close();
+  }
+
+  #allPools(): EndpointPool[] {
     const pools = [...this.#legacyPools.values()];
     for (const entry of this.#entries.values()) pools.push(...entry.pools());
-    if (err === undefined) await Promise.all(pools.map((p) => p.close()));
-    else await Promise.all(pools.map((p) => p.destroy(closedError)));
-    if (this.#ownsSource) await this.source.close();
+    return pools;
   }
 }
