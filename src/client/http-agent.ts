@@ -27,6 +27,7 @@ import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Cluster, RequestTicket } from '../cluster/cluster.js';
 import type { RequestOutcome } from '../cluster/cluster-options.js';
+import { classifyFailure, outcomeOf } from '../cluster/retry-policy.js';
 import { systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
@@ -59,14 +60,6 @@ export interface BalancedHttpAgent extends http.Agent {
   destroy(err?: Error): Promise<void>;
 }
 
-const CONNECT_FAILURE = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ETIMEDOUT',
-  'EADDRNOTAVAIL',
-]);
 const kMeta = Symbol('evenlb.meta');
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -309,13 +302,9 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
         outcome = (res.statusCode ?? 0) >= 500 ? 'http-error' : 'success';
       });
       req.once('error', (err: NodeJS.ErrnoException) => {
-        if (outcome !== undefined) return;
-        outcome =
-          err.name === 'AbortError' || err.code === 'ABORT_ERR'
-            ? 'aborted'
-            : err.code !== undefined && CONNECT_FAILURE.has(err.code) && !req.reusedSocket
-              ? 'connect-failure'
-              : 'transport-error';
+        // The cluster's one classification; node:http cannot tell how much was written, so a
+        // connect-failure code on a fresh socket counts as a connect failure.
+        if (outcome === undefined) outcome = outcomeOf(classifyFailure(err, false, req.reusedSocket));
       });
       req.once('close', () => ticket.end(outcome ?? (req.destroyed ? 'aborted' : 'success')));
     }

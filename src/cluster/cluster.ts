@@ -54,6 +54,7 @@ import { ClusterTransport } from './cluster-transport.js';
 import { EndpointEntry, WINDOW_BUCKETS } from './endpoint-entry.js';
 import { toLegacyHandler } from './handler-adapters.js';
 import { withHost } from './request-headers.js';
+import { RetryPolicy, type RetryReason } from './retry-policy.js';
 import { type RequestRouter, RoutedRequest } from './routed-request.js';
 
 /** One request sent by a transport the cluster does not own; see `Cluster.acquire()`. */
@@ -73,6 +74,8 @@ export class Cluster {
   /** `round-trip` (pick per request) or `legacy` (pick per dialled connection). */
   readonly mode: 'round-trip' | 'legacy';
   readonly retryIdempotent: number;
+  /** What is retried, where and how often — for every transport of this cluster. */
+  readonly retryPolicy: RetryPolicy;
   readonly #clock: Clock;
   readonly #ownsSource: boolean;
   readonly #outlier: OutlierDetector | undefined;
@@ -102,8 +105,9 @@ export class Cluster {
     this.options = o;
     this.name = o.name;
     this.retryIdempotent = o.retryIdempotent;
+    this.retryPolicy = new RetryPolicy({ retryIdempotent: o.retryIdempotent, retryOn: o.retryOn });
     this.#router = {
-      retryIdempotent: o.retryIdempotent,
+      retryPolicy: this.retryPolicy,
       route: (r) => this.#route(r),
       bind: (r) => this.#bind(r),
       unbind: (r) => this.#unbind(r),
@@ -427,15 +431,21 @@ export class Cluster {
     }
   }
 
-  #retry(request: RoutedRequest, reason: 'connect-failure' | 'idempotent'): boolean {
+  /**
+   * Sends `request` again, counted once (`retries`, observer `retried`). It goes to another
+   * endpoint; a stale kept-alive connection may be retried on the same endpoint when it is
+   * the only one (a new connection will be dialled).
+   */
+  #retry(request: RoutedRequest, reason: RetryReason): boolean {
     if (this.#closed) return false;
     const failed = request.endpoint?.key;
-    const candidates = this.balancer.picker.endpoints;
-    if (!candidates.some((t) => t.endpoint.key !== failed)) return false;
+    const elsewhere = this.balancer.picker.endpoints.some((t) => t.endpoint.key !== failed);
+    if (!elsewhere && reason !== 'reused-connection') return false;
     request.prepareRetry();
+    if (!elsewhere) request.exclude = undefined;
     this.#retries++;
     this.#observer?.retried?.(this.name, reason);
-    if (this.mode === 'legacy') this.#legacyExclude = failed;
+    if (this.mode === 'legacy') this.#legacyExclude = request.exclude;
     this.#route(request);
     return true;
   }

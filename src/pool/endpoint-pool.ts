@@ -29,6 +29,8 @@ export interface PoolRequest extends Dispatcher.DispatchHandler {
   readonly opts: Dispatcher.DispatchOptions;
   /** Set by the pool when the request is assigned to a connection. */
   connection: PooledConnection | undefined;
+  /** Set by the pool: the connection had already carried a request on its current socket. */
+  reused?: boolean;
   /** The pool will not run this request (it is draining): send it somewhere else. */
   reroute(): void;
 }
@@ -244,6 +246,7 @@ export class EndpointPool {
   }
 
   #assign(conn: PooledConnection, request: PoolRequest): void {
+    request.reused = conn.socketOpen && conn.requests > 0;
     conn.requests++;
     conn.inFlight++;
     request.connection = conn;
