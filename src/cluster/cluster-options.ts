@@ -4,7 +4,7 @@
  * detection, TLS, protocol); the `BalancedAgent` accepts the same fields as agent-wide
  * defaults and per route, so one spec validates all three places.
  */
-import type { Clock } from '../core/clock.js';
+import { type Clock, isClock } from '../core/clock.js';
 import type { FeatureGates } from '../core/feature-gates.js';
 import { opt, type Parsed, parseOptions } from '../core/options.js';
 import type { Random } from '../core/random.js';
@@ -122,8 +122,6 @@ export type RequestOutcome =
   /** The caller aborted. */
   | 'aborted';
 
-const isClock = (v: unknown): v is Clock =>
-  isObject(v) && typeof v.now === 'function' && typeof v.setTimeout === 'function';
 const isRandom = (v: unknown): v is Random =>
   isObject(v) && typeof v.next === 'function' && typeof v.int === 'function';
 const isSource = (v: unknown): v is EndpointSource =>
