@@ -38,6 +38,7 @@ export {
   type WebhookClientConfig,
   type WebhookClientOptions,
 } from './client/webhook-client.js';
+export type { Attempt, AttemptRequest } from './cluster/attempt.js';
 export { Cluster, type RequestTicket } from './cluster/cluster.js';
 export type {
   ClusterObserver,
@@ -47,6 +48,7 @@ export type {
   RequestOutcome,
 } from './cluster/cluster-options.js';
 export type { ClusterStats, EndpointState, EndpointStats } from './cluster/cluster-stats.js';
+export type { AttemptFailure, RetryReason } from './cluster/retry-policy.js';
 // ---- Errors, feature gates, time and randomness ----
 export { type Clock, ManualClock, systemClock, type TimerHandle } from './core/clock.js';
 // ---- Endpoints and discovery ----
