@@ -2,18 +2,16 @@
  * One request on its way through a `Cluster`: an undici handler (legacy callback style, the
  * style undici's `Client` runs natively) wrapped around the caller's handler. It tells the
  * cluster when the request leaves an endpoint and how (success, 5xx, connect failure,
- * transport error, abort), and decides whether to try again elsewhere:
- *
- * - a connect failure (refused, reset or timed out before anything was written) is retried
- *   once on a different endpoint, whatever the method;
- * - with `retryIdempotent: n`, an idempotent request with a replayable body is retried up to n
- *   times after a transport error or a 502/503/504, as long as the caller has seen nothing.
+ * transport error, abort) and asks the cluster's `RetryPolicy` whether to try again
+ * (connect failures, a kept-alive connection that failed before any answer, `retryOn`
+ * statuses within `retryIdempotent`; see `retry-policy.ts`).
  *
  * The caller's handler sees exactly one outcome; a swallowed 5xx body is discarded.
  */
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../core/endpoint.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { PooledConnection, PoolRequest } from '../pool/endpoint-pool.js';
 import type { RequestOutcome } from './cluster-options.js';
 import {
@@ -158,7 +156,13 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
       this.#end('http-error', true);
       if (this.#retry({ type: 'status', status: this.#statusCode })) return;
       // Nowhere else to go: nothing can be shown of the discarded response.
-      this.#finish(new Error(`upstream answered ${this.#statusCode} and no other endpoint is available`));
+      this.#finish(
+        new EvenlbError(
+          ErrorCodes.NO_ENDPOINTS,
+          `upstream answered ${this.#statusCode} and no other endpoint is available to retry on`,
+          { details: { status: this.#statusCode, endpoint: this.endpoint?.key } },
+        ),
+      );
       return;
     }
     this.#end(this.#statusCode >= 500 ? 'http-error' : 'success', true);

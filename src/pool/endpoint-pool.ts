@@ -76,7 +76,7 @@ export class PooledConnection implements ConnectionLife {
   idleSinceMs: number;
   /** Requests this connection may carry at once: 1 for HTTP/1.1, more once HTTP/2 is seen. */
   capacity = 1;
-  /** The endpoint the socket goes to (known before dialling in legacy mode, fixed otherwise). */
+  /** The endpoint the socket goes to: fixed for an endpoint pool; in legacy mode set when the socket is dialled. */
   endpoint: Endpoint | undefined;
   socketOpen = false;
   /** Sockets this Client has opened (undici reconnects a Client for a request that was waiting). */
