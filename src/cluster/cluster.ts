@@ -104,7 +104,7 @@ export class Cluster {
       route: (r) => this.#route(r),
       bind: (r) => this.#bind(r),
       unbind: (r) => this.#unbind(r),
-      settle: (r, outcome) => this.#settleRequest(r, outcome),
+      settle: (r, outcome) => r.endpoint !== undefined && this.#settle(r.endpoint.key, r.startMs, outcome),
       retry: (r, reason) => this.#retry(r, reason),
     };
     this.#clock = o.clock ?? systemClock;
@@ -113,12 +113,7 @@ export class Cluster {
     this.#bucketMs = o.statsWindowMs / WINDOW_BUCKETS;
     const gates = FeatureGates.parse(o.featureGates);
     this.mode = gates.enabled('RoundTripLoadBalancing') ? 'round-trip' : 'legacy';
-    this.balancer = new Balancer({
-      policy: o.policy,
-      policyOptions: o.policyOptions,
-      clock: this.#clock,
-      random,
-    });
+    this.balancer = new Balancer({ policy: o.policy, policyOptions: o.policyOptions, clock: this.#clock, random });
     if (o.outlierDetection !== false) {
       const balancer = this.balancer;
       this.#outlier = new OutlierDetector(o.outlierDetection, {
@@ -243,14 +238,18 @@ export class Cluster {
 
   /** Starts an attempt's load record and window count on `endpoint`; returns its start time. */
   #open(endpoint: Endpoint): number {
+    const startMs = this.balancer.loads.get(endpoint.key).start();
+    this.#entry(endpoint).window.add(Math.floor(startMs / this.#bucketMs));
+    return startMs;
+  }
+
+  #entry(endpoint: Endpoint): EndpointEntry {
     let entry = this.#entries.get(endpoint.key);
     if (entry === undefined) {
       entry = new EndpointEntry(endpoint);
       this.#entries.set(endpoint.key, entry);
     }
-    const startMs = this.balancer.loads.get(endpoint.key).start();
-    entry.window.add(Math.floor(startMs / this.#bucketMs));
-    return startMs;
+    return entry;
   }
 
   #countRetry(reason: RetryReason): void {
@@ -372,13 +371,19 @@ export class Cluster {
       this.#legacyPool(request).dispatch(request);
       return;
     }
-    const picked = this.pickForConnection(request.exclude);
-    if (picked instanceof EvenlbError) {
-      request.fail(picked);
+    // The hot path: the picker's own load record, no lookups beyond the entry.
+    const ctx = this.#pick;
+    ctx.exclude = request.exclude;
+    const picked = this.balancer.picker.pick(ctx);
+    if (picked.type === 'none') {
+      request.fail(noEndpointError(this.name, this.source, picked.reason));
       return;
     }
-    request.open(picked, this.#open(picked));
-    this.#transport.connectionFor(picked, request.https).dispatch(request);
+    const endpoint = picked.endpoint;
+    const startMs = picked.load.start();
+    this.#entry(endpoint).window.add(Math.floor(startMs / this.#bucketMs));
+    request.open(endpoint, startMs);
+    this.#transport.connectionFor(endpoint, request.https).dispatch(request);
   }
 
   #bind(request: RoutedRequest): void {
@@ -391,11 +396,6 @@ export class Cluster {
     if (load === undefined) return;
     if (load.inFlight > 0) load.inFlight--;
     if (load.requests > 0) load.requests--;
-  }
-
-  #settleRequest(request: RoutedRequest, outcome: RequestOutcome): void {
-    const endpoint = request.endpoint;
-    if (endpoint !== undefined) this.#settle(endpoint.key, request.startMs, outcome);
   }
 
   #settle(key: string, startMs: number, outcome: RequestOutcome): void {

@@ -80,8 +80,8 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   #statusCode = 0;
   /** The connection had carried a request before this attempt (set by the pool). */
   reused = false;
-  readonly #retries = noRetries();
-  readonly #replayable: boolean;
+  /** Retries per reason; allocated on the first failure (the hot path has none). */
+  #retries: Record<RetryReason, number> | undefined;
   #done = false;
 
   constructor(router: RequestRouter, opts: Dispatcher.DispatchOptions, handler: LegacyHandler, https: boolean) {
@@ -89,12 +89,17 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
     this.opts = opts;
     this.handler = handler;
     this.https = https;
-    this.#replayable = isReplayable(opts.body);
   }
 
   /** What the retry policy reads about this request. */
   get #state(): RetryState {
-    return { method: this.opts.method, replayable: this.#replayable, responded: this.#responded, done: this.#retries };
+    this.#retries ??= noRetries();
+    return {
+      method: this.opts.method,
+      replayable: isReplayable(this.opts.body),
+      responded: this.#responded,
+      done: this.#retries,
+    };
   }
 
   /** Starts the current attempt's accounting (called by the router once the endpoint is known). */
@@ -204,9 +209,11 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
 
   /** Asks the cluster's policy; true when the request was sent again. */
   #retry(failure: AttemptFailure): boolean {
-    const reason = this.router.retryPolicy.decide(failure, this.#state);
+    const state = this.#state;
+    const reason = this.router.retryPolicy.decide(failure, state);
     if (reason === undefined) return false;
-    this.#retries[reason]++;
+    const retries = state.done as Record<RetryReason, number>;
+    retries[reason]++;
     return this.router.retry(this, reason);
   }
 
