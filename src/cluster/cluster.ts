@@ -36,6 +36,7 @@ import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { createEndpointSource } from '../discovery/create-endpoint-source.js';
 import type { DiscoverySnapshot, EndpointSource } from '../discovery/endpoint-source.js';
+import { departedEndpoints, eligibleKeys } from '../pool/departed-endpoints.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
 import type { Attempt, AttemptRequest } from './attempt.js';
 import { ClusterDispatcher } from './cluster-dispatcher.js';
@@ -440,13 +441,10 @@ export class Cluster {
     if (this.#closed) return;
     this.balancer.update(snapshot.endpoints);
     this.#outlier?.setEndpoints(snapshot.endpoints);
-    const eligible = new Set<string>();
-    for (const e of snapshot.endpoints.eligible()) eligible.add(e.key);
+    const eligible = eligibleKeys(snapshot.endpoints);
+    for (const key of departedEndpoints(this.#entries.keys(), eligible)) this.#transport.drainEndpoint(key);
     for (const [key, entry] of this.#entries) {
-      const now = snapshot.endpoints.get(key);
-      if (now !== undefined) entry.endpoint = now;
-      // Left the eligible set: no new requests, idle sockets close now, in-flight finish.
-      if (!eligible.has(key)) this.#transport.drainEndpoint(key);
+      entry.endpoint = snapshot.endpoints.get(key) ?? entry.endpoint;
       this.#forgetIfGone(key);
     }
     const discovered = snapshot.status.state !== 'pending' && this.#pending;

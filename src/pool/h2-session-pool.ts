@@ -14,10 +14,12 @@ import http2 from 'node:http2';
 import type { Balancer } from '../balancing/balancer.js';
 import type { EndpointLoad } from '../balancing/endpoint-load.js';
 import type { PickContext } from '../balancing/picker.js';
+import type { EndpointTransport } from '../cluster/attempt.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { Shutdown } from '../core/shutdown.js';
+import { departedEndpoints, eligibleKeys } from './departed-endpoints.js';
 import type { LifetimePolicy } from './lifetime-policy.js';
 
 export interface H2SessionPoolOptions {
@@ -63,7 +65,7 @@ interface PooledSession {
   readonly ready: Promise<boolean>;
 }
 
-export class H2SessionPool {
+export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session> {
   readonly #balancer: Balancer;
   readonly #lifetime: LifetimePolicy;
   readonly #clock: Clock;
@@ -250,16 +252,20 @@ export class H2SessionPool {
     if (s.inFlight === 0) s.session.close();
   }
 
-  /** Retires sessions to endpoints that are no longer eligible; their open streams finish. */
+  /** Drains sessions to endpoints that departed (see `departedEndpoints`); their open streams finish. */
   #reconcile(): void {
-    const eligible = new Set(this.#balancer.picker.endpoints.map((t) => t.endpoint.key));
-    const known = this.#balancer.endpointSet;
-    for (const [key, list] of this.#sessions) {
-      if (eligible.has(key)) continue;
-      // Ejected endpoints keep their sessions (they may come back); removed or not-ready ones drain.
-      if (known.has(key) && this.#balancer.ejected.has(key)) continue;
-      for (const s of list) this.#retire(s);
-    }
+    const eligible = eligibleKeys(this.#balancer.endpointSet);
+    for (const key of departedEndpoints(this.#sessions.keys(), eligible)) this.drainEndpoint(key);
+  }
+
+  /** The endpoint's sessions take no new stream and close once their streams end. */
+  drainEndpoint(endpointKey: string): void {
+    for (const s of this.#sessions.get(endpointKey) ?? []) this.#retire(s);
+  }
+
+  /** A session to `endpoint` with room for a stream (opened when there is none); connected or connecting. */
+  connectionFor(endpoint: Endpoint): http2.ClientHttp2Session {
+    return this.#sessionFor(endpoint).session;
   }
 
   /** Stops new streams; open sessions close once their streams end. Idempotent; `destroy()` settles it. */
