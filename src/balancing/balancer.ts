@@ -60,7 +60,10 @@ export interface BalancerOptions {
    * `decayMs`) applies them here; setting the same field differently in both places is an error.
    */
   readonly loadOptions?: Partial<LoadOptions>;
-  /** Share load records with another component (the simulator does). */
+  /**
+   * Share another tracker's load records instead of creating one (two balancers over the same
+   * endpoints see one load signal). The policy's declared load options must match its options.
+   */
   readonly loads?: LoadTracker;
   /** Slow start for newly ready endpoints (`windowMs` 0, the default, is off). */
   readonly slowStart?: Partial<SlowStartOptions>;

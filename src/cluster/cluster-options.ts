@@ -4,12 +4,13 @@
  * detection, TLS, protocol); the `BalancedAgent` accepts the same fields as agent-wide
  * defaults and per route, so one spec validates all three places.
  */
-import type { Clock } from '../core/clock.js';
+import { type Clock, isClock } from '../core/clock.js';
 import type { FeatureGates } from '../core/feature-gates.js';
 import { opt, type Parsed, parseOptions } from '../core/options.js';
 import type { Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
+import type { RetryReason } from './retry-policy.js';
 
 type PemInput = string | Buffer | readonly (string | Buffer)[];
 
@@ -87,10 +88,17 @@ export const clusterSettingsSpec = {
   ),
   /**
    * Extra attempts for idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) with a
-   * replayable body after a transport error or a 502/503/504, each on another endpoint;
-   * default 0. Connect failures are always retried once, on another endpoint.
+   * replayable body after a transport error or a `retryOn` status, each on another endpoint;
+   * default 0. Connect failures are always retried once on another endpoint, and an idempotent
+   * request whose kept-alive connection failed before any answer once (see `RetryPolicy`).
    */
   retryIdempotent: opt.int({ min: 0, max: 10, default: 0 }),
+  /** Statuses that count as a failed attempt for `retryIdempotent`; default [502, 503, 504]. */
+  retryOn: opt.custom<readonly number[], { default: readonly number[] }>(
+    'an array of HTTP status codes 500..599',
+    (v): v is readonly number[] => Array.isArray(v) && v.every((s) => Number.isInteger(s) && s >= 500 && s <= 599),
+    { default: [502, 503, 504] },
+  ),
   /** TLS settings for `https:` origins. */
   tls: opt.object(clusterTlsSpec, { optional: true }),
   /** Offer h2 in ALPN to HTTPS endpoints; default false (http/1.1 only, as kube-apiserver does for Services). */
@@ -114,7 +122,7 @@ export const clusterSettingsSpec = {
 /** What a cluster reports as requests end and connections come and go (metrics hook into this). */
 export interface ClusterObserver {
   requestEnded?(cluster: string, endpoint: string, outcome: RequestOutcome, durationMs: number): void;
-  retried?(cluster: string, reason: 'connect-failure' | 'idempotent'): void;
+  retried?(cluster: string, reason: RetryReason): void;
   connectionOpened?(cluster: string, endpoint: string): void;
   connectionClosed?(cluster: string, endpoint: string, reason: CloseReason): void;
   ejected?(cluster: string, endpoint: string, durationMs: number): void;
@@ -133,8 +141,6 @@ export type RequestOutcome =
   /** The caller aborted. */
   | 'aborted';
 
-const isClock = (v: unknown): v is Clock =>
-  isObject(v) && typeof v.now === 'function' && typeof v.setTimeout === 'function';
 const isRandom = (v: unknown): v is Random =>
   isObject(v) && typeof v.next === 'function' && typeof v.int === 'function';
 const isSource = (v: unknown): v is EndpointSource =>
@@ -200,6 +206,7 @@ export type ClusterOptions = {
     | { consecutiveFailures?: number; baseEjectionMs?: number; maxEjectionMs?: number; maxEjectionPercent?: number }
     | false;
   retryIdempotent?: number;
+  retryOn?: readonly number[];
   tls?: {
     ca?: PemInput;
     cert?: PemInput;

@@ -98,6 +98,8 @@ export interface ClusterStatsInput {
   readonly nowMs: number;
   readonly balancer: Balancer;
   readonly entries: ReadonlyMap<string, EndpointEntry>;
+  /** The pools of one endpoint. */
+  poolsOf(key: string): Iterable<EndpointPool>;
   /** Legacy (Service-keyed) pools, whose connections know their endpoint. */
   readonly pools: Iterable<EndpointPool>;
   /** Connections other transports reported, per endpoint key. */
@@ -140,7 +142,7 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
     let open = 0;
     let idle = 0;
     let queued = 0;
-    for (const pool of entry?.pools() ?? []) {
+    for (const pool of input.poolsOf(key)) {
       for (const c of pool.connections()) {
         if (!c.socketOpen) continue;
         open++;

@@ -85,6 +85,7 @@ export function collectChannelStats(input: ChannelStatsInput): ChannelStats {
     balancer,
     entries: input.entries,
     pools: [],
+    poolsOf: () => [],
     externalConnections: external,
     timesEjected: (key) => input.outlier?.state(key).timesEjected ?? 0,
   });

@@ -9,6 +9,7 @@
 import type { Counter, Histogram, Registry } from 'prom-client';
 import type { ClusterObserver, RequestOutcome } from '../cluster/cluster-options.js';
 import type { ClusterStats, EndpointStats } from '../cluster/cluster-stats.js';
+import type { RetryReason } from '../cluster/retry-policy.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
 import { registeredCounter, registeredGauge, registeredHistogram } from './registered-instruments.js';
 
@@ -73,7 +74,7 @@ export class ClientMetrics {
     this.#retries = registeredCounter(
       registry,
       clientMetricNames.retries,
-      'Extra attempts on another endpoint, by reason (connect-failure, idempotent).',
+      'Extra attempts, by reason (connect-failure, reused-connection, idempotent).',
       ['client', 'route', 'reason'],
     );
     this.#opened = registeredCounter(
@@ -198,7 +199,7 @@ export class ClientMetrics {
         h.observe(durationMs / 1000);
         next?.requestEnded?.(route, endpoint, outcome, durationMs);
       },
-      retried: (route: string, reason: 'connect-failure' | 'idempotent') => {
+      retried: (route: string, reason: RetryReason) => {
         this.#retries.labels(client, route, reason).inc();
         next?.retried?.(route, reason);
       },

@@ -8,7 +8,7 @@
  * unreachable, refuses the credentials or misbehaves; both recover by themselves.
  */
 import type { Clock } from '../../core/clock.js';
-import { systemClock } from '../../core/clock.js';
+import { isClock, systemClock } from '../../core/clock.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { opt, type Parsed, parseOptions } from '../../core/options.js';
 import { createRandom, type Random } from '../../core/random.js';
@@ -73,8 +73,6 @@ export interface KubernetesSourceOptions {
 }
 
 const isFunction = (v: unknown): v is (message: string) => void => typeof v === 'function';
-const isClock = (v: unknown): v is Clock =>
-  isRecord(v) && typeof v.now === 'function' && typeof v.setTimeout === 'function';
 const isRandom = (v: unknown): v is Random =>
   isRecord(v) && typeof v.next === 'function' && typeof v.int === 'function';
 const isEnv = (v: unknown): v is Readonly<Record<string, string | undefined>> =>
