@@ -4,6 +4,7 @@
  * detection, TLS, protocol); the `BalancedAgent` accepts the same fields as agent-wide
  * defaults and per route, so one spec validates all three places.
  */
+import type { BalancerOptions } from '../balancing/balancer.js';
 import { type Clock, isClock } from '../core/clock.js';
 import type { FeatureGates } from '../core/feature-gates.js';
 import { opt, type Parsed, parseOptions } from '../core/options.js';
@@ -231,6 +232,18 @@ export type ClusterSettings = Omit<
   ClusterOptions,
   'name' | 'target' | 'authority' | 'clock' | 'random' | 'sourceOptions' | 'observer'
 >;
+
+/**
+ * The Balancer options of a cluster's settings (policy, its options, slow start, herding guard,
+ * zone routing) on the given clock and random source — shared by every transport's Balancer.
+ */
+export function balancerOptions(
+  o: Pick<ParsedClusterOptions, 'policy' | 'policyOptions'> & Parameters<typeof balancerShaping>[0],
+  clock: Clock,
+  random: Random,
+): BalancerOptions {
+  return { policy: o.policy, policyOptions: o.policyOptions, clock, random, ...balancerShaping(o) };
+}
 
 /**
  * The `Balancer` options a cluster's settings give: slow start, herding guard and zone

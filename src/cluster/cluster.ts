@@ -42,7 +42,7 @@ import type { Attempt, AttemptRequest } from './attempt.js';
 import { ClusterDispatcher } from './cluster-dispatcher.js';
 import { closedError, noEndpointError, pendingError } from './cluster-errors.js';
 import {
-  balancerShaping,
+  balancerOptions,
   type ClusterObserver,
   type ClusterOptions,
   type ParsedClusterOptions,
@@ -115,13 +115,7 @@ export class Cluster {
     this.#bucketMs = o.statsWindowMs / WINDOW_BUCKETS;
     const gates = FeatureGates.parse(o.featureGates);
     this.mode = gates.enabled('RoundTripLoadBalancing') ? 'round-trip' : 'legacy';
-    this.balancer = new Balancer({
-      policy: o.policy,
-      policyOptions: o.policyOptions,
-      clock: this.#clock,
-      random,
-      ...balancerShaping(o),
-    });
+    this.balancer = new Balancer(balancerOptions(o, this.#clock, random));
     if (o.outlierDetection !== false) {
       const balancer = this.balancer;
       this.#outlier = new OutlierDetector(o.outlierDetection, {

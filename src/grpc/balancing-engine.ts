@@ -6,8 +6,7 @@
 
 import { Balancer } from '../balancing/balancer.js';
 import { OutlierDetector } from '../balancing/outlier-detector.js';
-import type { ClusterObserver, RequestOutcome } from '../cluster/cluster-options.js';
-import { balancerShaping } from '../cluster/cluster-options.js';
+import { balancerOptions, type ClusterObserver, type RequestOutcome } from '../cluster/cluster-options.js';
 import { WINDOW_BUCKETS } from '../cluster/endpoint-entry.js';
 import type { Clock } from '../core/clock.js';
 import type { Random } from '../core/random.js';
@@ -59,13 +58,7 @@ export function createEngine(
   random: Random,
   hooks: EngineHooks,
 ): BalancingEngine {
-  const balancer = new Balancer({
-    policy: config.policy,
-    policyOptions: config.policyOptions,
-    clock,
-    random,
-    ...balancerShaping(config),
-  });
+  const balancer = new Balancer(balancerOptions(config, clock, random));
   const outlier =
     config.outlierDetection === false
       ? undefined
