@@ -57,7 +57,7 @@ export const RULES = Object.freeze({
   /** Newest cohort below this fraction of its fair share is starving. */
   starvingShare: 0.5,
   /** Load falling with creation order at least this strongly (Spearman). */
-  pileUpCorrelation: -0.6,
+  pileUpCorrelation: -0.8,
   /** Earlier and current loads at least this correlated: a stable skew. */
   stableCorrelation: 0.8,
   /** Load following requested CPU at least this strongly: capacity, not pinning. */
