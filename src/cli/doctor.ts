@@ -135,6 +135,8 @@ export function registerDoctorCommand(program: Command, io: DoctorCommandIo = pr
         return usage(err instanceof Error ? err.message : String(err));
       }
       let report: Awaited<ReturnType<typeof runDoctor>>;
+      // systemClock's timers are unref()ed: hold the process open while the doctor waits between scrapes.
+      const keepAlive = setInterval(() => {}, 60_000);
       try {
         report = await runDoctor(options, { clock: systemClock, nowMs: Date.now });
       } catch (err) {
@@ -143,6 +145,8 @@ export function registerDoctorCommand(program: Command, io: DoctorCommandIo = pr
         io.stderr.write(`evenlb doctor: ${err.message}\n`);
         process.exitCode = 1;
         return;
+      } finally {
+        clearInterval(keepAlive);
       }
       io.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatDoctorReport(report));
       if (report.failed) process.exitCode = 1;

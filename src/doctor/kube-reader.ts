@@ -83,6 +83,8 @@ function stringMap(v: unknown): Record<string, string> {
 export class KubeReader {
   readonly #client: KubeApiClient;
   readonly #timeoutMs: number;
+  /** The API server URL, once credentials were prepared (for messages). */
+  #server: string | undefined;
 
   constructor(connection: KubeConnection, timeoutMs: number) {
     this.#client = new KubeApiClient(connection);
@@ -90,22 +92,28 @@ export class KubeReader {
   }
 
   #where(): string {
-    return describeConnection(this.#client.connection.config);
+    const from = describeConnection(this.#client.connection.config);
+    return this.#server === undefined || from.includes(this.#server) ? from : `API server ${this.#server}, ${from}`;
   }
 
   async #get(path: string, query: Query = {}): Promise<ApiResult<unknown>> {
     const signal = AbortSignal.timeout(this.#timeoutMs);
     try {
+      this.#server ??= (await this.#client.connection.prepare()).server;
       return await this.#client.get(path, query, signal);
     } catch (err) {
       if (err instanceof EvenlbError) throw err;
       const reason = signal.aborted
         ? `no answer within ${this.#timeoutMs} ms`
         : ((err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err)));
-      throw new EvenlbError(ErrorCodes.DISCOVERY_FAILED, `cannot reach the Kubernetes ${this.#where()}: ${reason}`, {
-        cause: err,
-        details: { connection: this.#where() },
-      });
+      throw new EvenlbError(
+        ErrorCodes.DISCOVERY_FAILED,
+        `cannot reach the Kubernetes API server (${this.#where()}): ${reason}`,
+        {
+          cause: err,
+          details: { connection: this.#where() },
+        },
+      );
     }
   }
 

@@ -215,7 +215,10 @@ export function prescribe(input: PrescribeInput): Prescription | null {
   return { target: input.target, assumptions: shape.assumptions, asIs, cures, chosen: choose(cures, input.target) };
 }
 
-/** Meets the target with the fewest reconnects, then the lowest max/mean; else the lowest max/mean. */
+/**
+ * Meets the target with the fewest reconnects (ties keep the listed order: differences of a
+ * hundredth in max/mean among per-request cures are simulation noise); else the lowest max/mean.
+ */
 function choose(cures: readonly CureAdvice[], target: number): CureId | null {
   const ranked = cures.filter((c) => c.applicable && c.predicted !== null);
   if (ranked.length === 0) return null;
@@ -224,10 +227,7 @@ function choose(cures: readonly CureAdvice[], target: number): CureId | null {
   const best = [...pool].sort((a, b) => {
     const pa = a.predicted as Prediction;
     const pb = b.predicted as Prediction;
-    if (meets.length > 0 && pa.reconnectsPerMinute !== pb.reconnectsPerMinute) {
-      return pa.reconnectsPerMinute - pb.reconnectsPerMinute;
-    }
-    return pa.maxOverMean - pb.maxOverMean;
+    return meets.length > 0 ? pa.reconnectsPerMinute - pb.reconnectsPerMinute : pa.maxOverMean - pb.maxOverMean;
   })[0];
   return best?.id ?? null;
 }

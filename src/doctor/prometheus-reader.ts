@@ -60,8 +60,19 @@ async function instant(s: PrometheusSettings, query: string, timeSeconds: number
   const answer = (typeof body === 'object' && body !== null ? body : {}) as {
     status?: unknown;
     error?: unknown;
+    errorType?: unknown;
     data?: { resultType?: unknown; result?: unknown };
   };
+  if (answer.status === 'error' && answer.errorType === 'bad_data') {
+    // Prometheus could not parse or run the query: the user's input.
+    throw new EvenlbError(
+      ErrorCodes.INVALID_OPTION,
+      `Prometheus at ${s.url} rejected the query ${query}: ${String(answer.error)}`,
+      {
+        details: { field: 'query', prometheus: s.url, query },
+      },
+    );
+  }
   if (answer.status !== 'success') {
     const why = typeof answer.error === 'string' ? answer.error : `HTTP ${statusCode}, not a Prometheus API answer`;
     throw new EvenlbError(ErrorCodes.CONNECT_FAILED, `Prometheus at ${s.url} refused the query ${query}: ${why}`, {
