@@ -9,8 +9,9 @@
  * 4. `client-address-hashing` — kube-proxy IPVS `sh` (or `sessionAffinity: ClientIP`) pins each
  *    client address to one pod; reconnecting does not move it.
  * 5. `scale-out-starvation` — pods created after a gap hold far below their fair share.
- * 6. `rolling-update-pile-up` — no such gap, but load falls with creation order: the first
- *    new pods of a rollout took the reconnects.
+ * 6. `rolling-update-pile-up` — no such gap, but load falls with creation order and the
+ *    heaviest pod is among the first quarter created: the first new pods of a rollout took the
+ *    reconnects.
  * 7. `kube-proxy-pinning` — a skew that holds from one window to the next and does not follow
  *    requested CPU: long-lived connections placed once by kube-proxy.
  * 8. `unexplained` — uneven, but none of the above fits (an unstable skew, or one following capacity).
@@ -140,8 +141,10 @@ export function diagnose(input: DiagnoseInput): Diagnosis {
       ],
     };
   }
-  if (f.ageOrderCorrelation !== undefined && f.ageOrderCorrelation <= RULES.pileUpCorrelation) {
-    const order = [...f.pods].sort((a, b) => (b.ageMs ?? 0) - (a.ageMs ?? 0));
+  const order = [...f.pods].sort((a, b) => (b.ageMs ?? 0) - (a.ageMs ?? 0));
+  // The first pods of the rollout are the heaviest: the heaviest is among the first quarter created.
+  const firstHeaviest = heaviest !== undefined && order.slice(0, Math.ceil(order.length / 4)).includes(heaviest);
+  if (f.ageOrderCorrelation !== undefined && f.ageOrderCorrelation <= RULES.pileUpCorrelation && firstHeaviest) {
     return {
       cause: 'rolling-update-pile-up',
       summary: 'the first pods of a rollout took the reconnects of the pods replaced after them',

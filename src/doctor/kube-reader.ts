@@ -11,10 +11,12 @@
  * that fail only add a warning.
  */
 import { parse as parseYaml } from 'yaml';
+import type { Clock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { type ApiResult, KubeApiClient, type Query } from '../discovery/kubernetes/kube-api-client.js';
 import { describeConnection, type KubeConnection } from '../discovery/kubernetes/kube-connection.js';
 import { isRecord } from '../discovery/kubernetes/kube-objects.js';
+import { deadline } from './deadline.js';
 
 /** One ready or not-ready Pod behind the Service, as observed. */
 export interface ObservedPod {
@@ -83,12 +85,14 @@ function stringMap(v: unknown): Record<string, string> {
 export class KubeReader {
   readonly #client: KubeApiClient;
   readonly #timeoutMs: number;
+  readonly #clock: Clock;
   /** The API server URL, once credentials were prepared (for messages). */
   #server: string | undefined;
 
-  constructor(connection: KubeConnection, timeoutMs: number) {
+  constructor(connection: KubeConnection, timeoutMs: number, clock: Clock) {
     this.#client = new KubeApiClient(connection);
     this.#timeoutMs = timeoutMs;
+    this.#clock = clock;
   }
 
   #where(): string {
@@ -97,7 +101,7 @@ export class KubeReader {
   }
 
   async #get(path: string, query: Query = {}): Promise<ApiResult<unknown>> {
-    const signal = AbortSignal.timeout(this.#timeoutMs);
+    const { signal, dispose } = deadline(this.#clock, this.#timeoutMs);
     try {
       this.#server ??= (await this.#client.connection.prepare()).server;
       return await this.#client.get(path, query, signal);
@@ -114,6 +118,8 @@ export class KubeReader {
           details: { connection: this.#where() },
         },
       );
+    } finally {
+      dispose();
     }
   }
 

@@ -160,7 +160,8 @@ export function loadFigures(pods: readonly ObservedPod[], reading: LoadReading, 
     ageOrderCorrelation:
       byAge.length < 3
         ? undefined
-        : pearson(ranks(byAge.map((_, i) => i)), ranks(byAge.map((p) => p.requestsPerSecond))),
+        : // Ranks of age (ties averaged), so pods created together carry no order.
+          pearson(ranks(byAge.map((p) => -(p.ageMs as number))), ranks(byAge.map((p) => p.requestsPerSecond))),
     capacityCorrelation: cpuKnown ? pearson(cpu as number[], loads) : undefined,
   };
 }

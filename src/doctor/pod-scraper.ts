@@ -9,6 +9,7 @@ import { request } from 'undici';
 import type { Clock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { KubeConnection } from '../discovery/kubernetes/kube-connection.js';
+import { deadline } from './deadline.js';
 import type { ObservedPod } from './kube-reader.js';
 import { DEFAULT_CONNECTION_GAUGES, DEFAULT_REQUEST_COUNTERS, type LoadReading, type PodLoad } from './load-reading.js';
 import { type PromSample, parsePromText, sumSamples } from './prom-text.js';
@@ -32,25 +33,34 @@ function target(pod: ObservedPod, s: ScrapeSettings): { port: number; path: stri
   return { port, path: path.startsWith('/') ? path : `/${path}` };
 }
 
-async function scrape(connection: KubeConnection, pod: ObservedPod, s: ScrapeSettings): Promise<PromSample[]> {
+async function scrape(
+  connection: KubeConnection,
+  pod: ObservedPod,
+  s: ScrapeSettings,
+  clock: Clock,
+): Promise<PromSample[]> {
   const { port, path } = target(pod, s);
   const where = `pod ${s.namespace}/${pod.name} port ${port} path ${path} (through the API server's pod proxy)`;
   const { server, headers, dispatcher } = await connection.prepare();
   const url = `${server}/api/v1/namespaces/${encodeURIComponent(s.namespace)}/pods/${encodeURIComponent(pod.name)}:${port}/proxy${path}`;
   let statusCode: number;
   let body: string;
+  const { signal, dispose } = deadline(clock, s.timeoutMs);
   try {
     const res = await request(url, {
       method: 'GET',
       headers: { ...headers, accept: 'text/plain;version=0.0.4' },
       dispatcher,
-      signal: AbortSignal.timeout(s.timeoutMs),
+      signal,
     });
     statusCode = res.statusCode;
     body = await res.body.text();
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
-    throw new EvenlbError(ErrorCodes.DISCOVERY_FAILED, `cannot scrape ${where}: ${reason}`, { cause: err });
+    const why = signal.aborted ? `no answer within ${s.timeoutMs} ms` : reason;
+    throw new EvenlbError(ErrorCodes.DISCOVERY_FAILED, `cannot scrape ${where}: ${why}`, { cause: err });
+  } finally {
+    dispose();
   }
   if (statusCode !== 200) {
     let message = body.slice(0, 200);
@@ -95,7 +105,7 @@ export async function scrapePods(
   for (let round = 0; round < 3; round++) {
     if (round > 0) await sleep(clock, s.scrapeIntervalMs);
     const atMs = clock.now();
-    rounds.push({ atMs, samples: await Promise.all(pods.map((p) => scrape(connection, p, s))) });
+    rounds.push({ atMs, samples: await Promise.all(pods.map((p) => scrape(connection, p, s, clock))) });
   }
   const first = rounds[0]!.samples;
   const metric = s.requestsMetric ?? first.map((x) => firstPresent(x, DEFAULT_REQUEST_COUNTERS)).find((m) => m);

@@ -8,7 +8,9 @@
  * naming the URL and the query.
  */
 import { request } from 'undici';
+import type { Clock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { deadline } from './deadline.js';
 import { DEFAULT_CONNECTION_GAUGES, DEFAULT_REQUEST_COUNTERS, type LoadReading, type PodLoad } from './load-reading.js';
 
 export interface PrometheusSettings {
@@ -22,6 +24,7 @@ export interface PrometheusSettings {
   readonly windowMs: number;
   readonly lookbackMs: number;
   readonly timeoutMs: number;
+  readonly clock: Clock;
 }
 
 const RATE_TEMPLATE =
@@ -41,8 +44,9 @@ async function instant(s: PrometheusSettings, query: string, timeSeconds: number
   url.searchParams.set('time', timeSeconds.toFixed(3));
   let statusCode: number;
   let body: unknown;
+  const { signal, dispose } = deadline(s.clock, s.timeoutMs);
   try {
-    const res = await request(url, { method: 'GET', signal: AbortSignal.timeout(s.timeoutMs) });
+    const res = await request(url, { method: 'GET', signal });
     statusCode = res.statusCode;
     const text = await res.body.text();
     try {
@@ -51,11 +55,14 @@ async function instant(s: PrometheusSettings, query: string, timeSeconds: number
       body = undefined;
     }
   } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+    const code = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : String(err));
+    const reason = signal.aborted ? `no answer within ${s.timeoutMs} ms` : code;
     throw new EvenlbError(ErrorCodes.CONNECT_FAILED, `cannot reach Prometheus at ${s.url}: ${reason}`, {
       cause: err,
       details: { prometheus: s.url },
     });
+  } finally {
+    dispose();
   }
   const answer = (typeof body === 'object' && body !== null ? body : {}) as {
     status?: unknown;

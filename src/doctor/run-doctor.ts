@@ -93,7 +93,7 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
   const connection = new KubeConnection(config);
   try {
     await connection.load();
-    const view = await new KubeReader(connection, options.timeoutMs).read(
+    const view = await new KubeReader(connection, options.timeoutMs, deps.clock).read(
       options.namespace,
       options.name,
       explicitMode(options.proxyMode),
@@ -110,7 +110,7 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
       options.prometheus === undefined
         ? await scrapePods(connection, ready, { ...options, namespace: options.namespace }, deps.clock)
         : await readPrometheus(
-            { ...options, url: options.prometheus },
+            { ...options, url: options.prometheus, clock: deps.clock },
             ready.map((p) => p.name),
             deps.nowMs(),
           );
