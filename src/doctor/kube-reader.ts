@@ -125,7 +125,11 @@ export class KubeReader {
 
   /** GET that must succeed: any non-2xx answer is an error naming `what`. */
   async #required(path: string, what: string, query: Query = {}): Promise<Record<string, unknown>> {
-    const r = await this.#get(path, query);
+    return this.#ok(await this.#get(path, query), what);
+  }
+
+  /** The object of an answer that must be 2xx; else an error naming `what` (403: the role to grant). */
+  #ok(r: ApiResult<unknown>, what: string): Record<string, unknown> {
     if (r.type === 'ok') return rec(r.value);
     const message = r.status?.message ?? `HTTP ${r.statusCode}`;
     if (r.statusCode === 403) {
@@ -153,8 +157,7 @@ export class KubeReader {
         { details: { namespace, name } },
       );
     }
-    const service =
-      svcResult.type === 'ok' ? rec(svcResult.value) : await this.#required(svcPath, `Service ${namespace}/${name}`);
+    const service = this.#ok(svcResult, `Service ${namespace}/${name}`);
     const spec = rec(service.spec);
     const slices = await this.#required(
       `/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`,

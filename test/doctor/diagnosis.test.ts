@@ -18,7 +18,7 @@ afterEach(async () => {
 });
 
 async function doctor(c: FakeCluster, extra: Record<string, unknown>): Promise<DoctorReport> {
-  return runDoctor(parseDoctorOptions({ service: c.service, scrapeIntervalMs: 300, ...extra }), {
+  return runDoctor(parseDoctorOptions({ service: c.service, scrapeIntervalMs: 500, ...extra }), {
     clock: systemClock,
     nowMs: Date.now,
     connection: c.api.connection(),
