@@ -47,6 +47,15 @@ export function formatDoctorReport(r: DoctorReport): string {
     `load: ${r.load.metric}${r.load.connectionsMetric === null ? '' : `, connections: ${r.load.connectionsMetric}`} (${r.load.source})`,
   );
   out.push(`max/mean ${f2(f.maxOverMean)}   CoV ${f2(f.cov)}   Jain ${f2(f.jain)}`);
+  if (f.newestPods !== null) {
+    const n = f.newestPods;
+    out.push(
+      `newest pods: ${n.pods.length} created ${age(n.gapMs)} after the rest take ${Math.round(n.shareOfFair * 100)}% of their fair share`,
+    );
+  }
+  if (f.zones.length >= 2) {
+    out.push(`zones: ${f.zones.map((z) => `${z.zone} ${z.pods} pods at ${f2(z.overMean)}× the mean`).join(', ')}`);
+  }
   out.push('');
   out.push(
     ...table(
