@@ -44,7 +44,7 @@ export interface DoctorReport {
     readonly jain: number;
     readonly requestsPerSecond: number;
     readonly connections: number | null;
-    readonly newestPods: LoadFigures['newest'] | null;
+    readonly newestPods: NonNullable<LoadFigures['newest']> | null;
     readonly stability: number | null;
     readonly ageOrderCorrelation: number | null;
     readonly zones: readonly ZoneFigures[];
