@@ -54,7 +54,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const simulated = (r: DoctorReport): CureAdvice[] =>
   [r.prescription!.asIs, ...r.prescription!.cures].filter((c) => c.simulation !== null);
 
-describe('prescriptions are the simulator’s figures', () => {
+describe('prescriptions are the simulator’s figures', { timeout: 120_000 }, () => {
   it('every predicted max/mean is within 0.1 of runScenario on the same scenario, dataplane and seed', () => {
     let checked = 0;
     for (const [cause, report] of reports) {
