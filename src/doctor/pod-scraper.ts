@@ -90,6 +90,23 @@ async function scrape(
   }
 }
 
+/** Scrapes in flight at once: a large Service must not flood the API server. */
+const SCRAPE_CONCURRENCY = 16;
+
+/** `Promise.all(items.map(fn))` with at most `limit` calls running; results in order. */
+async function mapLimited<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
 function firstPresent(samples: readonly PromSample[], names: readonly string[]): string | undefined {
   return names.find((n) => sumSamples(samples, n) !== undefined);
 }
@@ -105,7 +122,7 @@ export async function scrapePods(
   for (let round = 0; round < 3; round++) {
     if (round > 0) await sleep(clock, s.scrapeIntervalMs);
     const atMs = clock.now();
-    rounds.push({ atMs, samples: await Promise.all(pods.map((p) => scrape(connection, p, s, clock))) });
+    rounds.push({ atMs, samples: await mapLimited(pods, SCRAPE_CONCURRENCY, (p) => scrape(connection, p, s, clock)) });
   }
   const first = rounds[0]!.samples;
   const metric = s.requestsMetric ?? first.map((x) => firstPresent(x, DEFAULT_REQUEST_COUNTERS)).find((m) => m);

@@ -1,5 +1,5 @@
 /**
- * Reads each pod's load from Prometheus' HTTP API (`GET /api/v1/query`): requests per second
+ * Reads each pod's load from Prometheus' HTTP API (`POST /api/v1/query`, form-encoded): requests per second
  * by pod now and `lookbackMs` earlier (two instant queries at different `time`s), and open
  * connections by pod. The request query is the user's (`--query`) or, by default, `rate()` of
  * the first known request counter that returns the Service's pods. Placeholders in queries:
@@ -40,13 +40,18 @@ function fill(template: string, values: Readonly<Record<string, string>>): strin
 /** Runs one instant query; returns value by pod label. */
 async function instant(s: PrometheusSettings, query: string, timeSeconds: number): Promise<Map<string, number>> {
   const url = new URL('api/v1/query', s.url.endsWith('/') ? s.url : `${s.url}/`);
-  url.searchParams.set('query', query);
-  url.searchParams.set('time', timeSeconds.toFixed(3));
+  // POSTed as a form: a regex of a thousand pod names would not fit in a URL.
+  const form = new URLSearchParams({ query, time: timeSeconds.toFixed(3) }).toString();
   let statusCode: number;
   let body: unknown;
   const { signal, dispose } = deadline(s.clock, s.timeoutMs);
   try {
-    const res = await request(url, { method: 'GET', signal });
+    const res = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form,
+      signal,
+    });
     statusCode = res.statusCode;
     const text = await res.body.text();
     try {

@@ -79,10 +79,14 @@ async function startMetricsPod(
 
 /** A fake Prometheus answering instant queries from the pods' configured rates. */
 async function startPrometheus(spec: FakeClusterSpec, metric: string): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://prom');
-    const query = url.searchParams.get('query') ?? '';
-    const time = Number(url.searchParams.get('time'));
+    // Prometheus takes the parameters in the URL (GET) or as a form (POST).
+    let body = '';
+    for await (const chunk of req) body += String(chunk);
+    const params = req.method === 'POST' ? new URLSearchParams(body) : url.searchParams;
+    const query = params.get('query') ?? '';
+    const time = Number(params.get('time'));
     res.setHeader('content-type', 'application/json');
     if (url.pathname !== '/api/v1/query') {
       res.writeHead(404).end('{"status":"error","errorType":"not_found","error":"not found"}');
