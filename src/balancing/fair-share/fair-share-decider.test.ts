@@ -71,7 +71,9 @@ describe('FairShareDecider', () => {
 
   it('rejects bad options naming the field', () => {
     expect(() => parseFairShareDecision('recycleConnections', { tolerance: -1 })).toThrow(/tolerance/);
-    expect(() => parseFairShareDecision('recycleConnections', { tolerence: 0.1 })).toThrow(/unknown option "tolerence"/);
+    expect(() => parseFairShareDecision('recycleConnections', { tolerence: 0.1 })).toThrow(
+      /unknown option "tolerence"/,
+    );
   });
 });
 
