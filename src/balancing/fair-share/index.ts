@@ -19,4 +19,5 @@ export {
   type ResolvedFairShareDecision,
   resolveFairShareDecision,
 } from './fair-share-options.js';
+export { LoadMeter, type MeteredConnection } from './load-meter.js';
 export { PeerLoadTable } from './peer-load-table.js';

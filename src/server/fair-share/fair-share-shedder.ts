@@ -35,7 +35,7 @@ import {
   LoadExchangeClient,
   type LoadReport,
 } from './load-exchange.js';
-import { LoadMeter } from './load-meter.js';
+import { LoadMeter } from '../../balancing/fair-share/load-meter.js';
 import { isSelf, selfAddresses } from './self-address.js';
 
 const WARN_EVERY_MS = 60_000;

@@ -5,7 +5,7 @@
  * open connections. Per-connection loads are exponentially weighted over the window, enough to
  * order connections heaviest first.
  */
-import type { FairShareLoadMetric } from '../../balancing/fair-share/fair-share-options.js';
+import type { FairShareLoadMetric } from './fair-share-options.js';
 
 /** The counters the meter reads from the server. */
 export interface MeteredConnection {
@@ -76,6 +76,13 @@ export class LoadMeter {
       this.#perConnection.set(connection, p);
       // First sight: no interval yet; its requests so far are its only evidence.
       return p.load;
+    }
+    // A connection object reused for a new connection (the simulator pools them) starts over.
+    if (connection.requests < p.lastRequests) {
+      p.lastRequests = connection.requests;
+      p.lastAtMs = nowMs;
+      p.load = 0;
+      return 0;
     }
     const dt = nowMs - p.lastAtMs;
     if (dt <= 0) return p.load;
