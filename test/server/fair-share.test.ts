@@ -149,14 +149,7 @@ describe('recycleConnections({ fairShare })', () => {
     // Converged: three connections on every pod; then every pod within 15% of the mean over 2 s.
     const started = Date.now();
     let last: number[] = [];
-    await waitFor(
-      () => {
-        const open = pods.map((p) => p.recycler?.stats().open ?? 0);
-        return open.every((n) => n === 3);
-      },
-      10_000,
-      'three connections on every pod',
-    );
+    await waitFor(() => front.live.every((n) => n === 3), 10_000, 'three connections on every pod');
     last = await rates(pods, 2000);
     const convergedMs = Date.now() - started;
     await clients.stop();

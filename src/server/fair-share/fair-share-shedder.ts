@@ -24,6 +24,7 @@ import { createEndpointSource } from '../../discovery/create-endpoint-source.js'
 import type { EndpointSource } from '../../discovery/endpoint-source.js';
 import { discoveryLogger } from '../../discovery/file-endpoint-source.js';
 import '../../discovery/kubernetes/index.js';
+import { LoadMeter } from '../../balancing/fair-share/load-meter.js';
 import type { FairShareMetrics } from '../../metrics/fair-share-metrics.js';
 import type { RecyclableServer, ServerKind } from '../server-kind.js';
 import type { TrackedConnection } from '../tracked-connection.js';
@@ -35,7 +36,6 @@ import {
   LoadExchangeClient,
   type LoadReport,
 } from './load-exchange.js';
-import { LoadMeter } from '../../balancing/fair-share/load-meter.js';
 import { isSelf, selfAddresses } from './self-address.js';
 
 const WARN_EVERY_MS = 60_000;

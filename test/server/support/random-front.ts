@@ -16,6 +16,8 @@ export class RandomFront {
   readonly server: net.Server;
   /** Connections sent to each backend, by index. */
   readonly placed: number[];
+  /** Client connections open now to each backend, by index. */
+  readonly live: number[];
   readonly #backends: readonly FrontBackend[];
   readonly #random: SeededRandom;
   readonly #place: number[];
@@ -26,6 +28,7 @@ export class RandomFront {
     this.#random = new SeededRandom(seed);
     this.#place = [...place];
     this.placed = backends.map(() => 0);
+    this.live = backends.map(() => 0);
     this.server = net.createServer((client) => this.#connect(client));
   }
 
@@ -43,6 +46,10 @@ export class RandomFront {
     const i = this.#place.shift() ?? this.#random.int(this.#backends.length);
     const b = this.#backends[i] as FrontBackend;
     this.placed[i] = (this.placed[i] ?? 0) + 1;
+    this.live[i] = (this.live[i] ?? 0) + 1;
+    client.once('close', () => {
+      this.live[i] = (this.live[i] ?? 0) - 1;
+    });
     const upstream = net.createConnection({ host: b.host, port: b.port });
     for (const s of [client, upstream]) {
       this.#sockets.add(s);
