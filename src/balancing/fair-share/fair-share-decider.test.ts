@@ -49,10 +49,28 @@ describe('FairShareDecider', () => {
     expect(d.decide({ ...input, nowMs: options.warmupMs + options.cooldownMs }).type).toBe('shed');
   });
 
+  it('takes shed load off its measured load until the window has seen it (short cooldowns do not shed twice)', () => {
+    const d = new FairShareDecider(parseFairShareDecision('test', { windowMs: 1000, cooldownMs: 100 }), -1e9);
+    const input = { ownLoad: 400, peerLoads: [300, 300, 300], connectionLoads: [100, 100, 100, 100] };
+    expect(d.decide({ ...input, nowMs: 0 })).toMatchObject({ type: 'shed', connections: [0] });
+    // The window still shows 400: 300 once the shed connection is taken off: at the mean.
+    expect(d.decide({ ...input, nowMs: 200 })).toMatchObject({ type: 'hold', reason: 'within-share' });
+    // The window has moved on and still shows 400 (the client came back): shed again.
+    expect(d.decide({ ...input, nowMs: 1100 }).type).toBe('shed');
+  });
+
   it('has hysteresis: starts above 1 + tolerance, stops at 1 + tolerance × stopFraction', () => {
-    const d = new FairShareDecider(parseFairShareDecision('test', { cooldownMs: 0 }), -1e9);
-    const at = (own: number) =>
-      d.decide({ nowMs: 0, ownLoad: own, peerLoads: [100, 100, 100], connectionLoads: [1, 1, 1, 1, 1, 1, 1, 1] });
+    const d = new FairShareDecider(parseFairShareDecision('test', { cooldownMs: 0, windowMs: 10 }), -1e9);
+    let now = 0;
+    const at = (own: number) => {
+      now += 100;
+      return d.decide({
+        nowMs: now,
+        ownLoad: own,
+        peerLoads: [100, 100, 100],
+        connectionLoads: [1, 1, 1, 1, 1, 1, 1, 1],
+      });
+    };
     expect(at(107).type).toBe('hold'); // share 1.05: not started
     expect(at(115).type).toBe('shed'); // 1.11 > 1.10: starts
     expect(at(107).type).toBe('shed'); // 1.05 > 1.05? share = 107/101.75 = 1.0516: continues

@@ -13,8 +13,10 @@
  * - The heaviest connections go first, but only one whose load is below twice the remaining
  *   excess (closing it brings the pod closer to the mean rather than past it); at most
  *   `maxShedFraction` of the connections per period (the churn budget; at least one).
- * - After shedding, `cooldownMs` passes before the next decision, so the load window shows
- *   the effect and clients have re-dialled elsewhere.
+ * - After shedding, `cooldownMs` passes before the next decision. Until the load window has
+ *   moved past a shed (`windowMs`), the load of the connections it closed is taken off the
+ *   pod's measured load, so a cooldown shorter than the window does not shed the same excess
+ *   twice.
  */
 import type { Random } from '../../core/random.js';
 import type { ResolvedFairShareDecision } from './fair-share-options.js';
@@ -55,6 +57,8 @@ export class FairShareDecider {
   #readySinceMs: number;
   #shedding = false;
   #cooldownUntilMs = Number.NEGATIVE_INFINITY;
+  /** Sheds the load window has not fully seen yet: their load, and when the window will have. */
+  #pending: { load: number; untilMs: number }[] = [];
 
   /** `readySinceMs`: when the pod became ready (the warm-up counts from there). */
   constructor(options: ResolvedFairShareDecision, readySinceMs: number) {
@@ -77,14 +81,18 @@ export class FairShareDecider {
   decide(input: FairShareInput): FairShareDecision {
     const o = this.options;
     const n = input.peerLoads.length;
+    this.#pending = this.#pending.filter((p) => p.untilMs > input.nowMs);
+    let ownLoad = input.ownLoad;
+    for (const p of this.#pending) ownLoad -= p.load;
+    ownLoad = Math.max(0, ownLoad);
     if (n === 0) {
       this.#shedding = false;
       return hold('no-peers', undefined, undefined);
     }
-    let sum = input.ownLoad;
+    let sum = ownLoad;
     for (const l of input.peerLoads) sum += l;
     const mean = sum / (n + 1);
-    const share = mean > 0 ? input.ownLoad / mean : input.ownLoad > 0 ? Number.POSITIVE_INFINITY : 1;
+    const share = mean > 0 ? ownLoad / mean : ownLoad > 0 ? Number.POSITIVE_INFINITY : 1;
     if (input.nowMs - this.#readySinceMs < o.warmupMs) return hold('warm-up', mean, share);
     if (input.nowMs < this.#cooldownUntilMs) return hold('cooldown', mean, share);
     const start = 1 + o.tolerance;
@@ -93,9 +101,12 @@ export class FairShareDecider {
     else if (share > start) this.#shedding = true;
     if (!this.#shedding) return hold('within-share', mean, share);
 
-    const picked = pickConnections(input.connectionLoads, input.ownLoad - mean, o.maxShedFraction);
+    const picked = pickConnections(input.connectionLoads, ownLoad - mean, o.maxShedFraction);
     if (picked.length === 0) return hold('no-fit', mean, share);
     this.#cooldownUntilMs = input.nowMs + o.cooldownMs;
+    let shedLoad = 0;
+    for (const i of picked) shedLoad += input.connectionLoads[i] as number;
+    this.#pending.push({ load: shedLoad, untilMs: input.nowMs + o.windowMs });
     return { type: 'shed', connections: picked, meanLoad: mean, share };
   }
 }
