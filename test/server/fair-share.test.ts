@@ -237,3 +237,76 @@ describe('recycleConnections({ fairShare })', () => {
     );
   });
 });
+
+describe('recycleConnections({ fairShare }) on HTTP/2', () => {
+  it('sheds h2c sessions with GOAWAY until two pods share four sessions, no stream failing', async () => {
+    const http2 = await import('node:http2');
+    const net = await import('node:net');
+    const { RetryingH2Client } = await import('./support/h2-client.js');
+    const addresses = ['127.0.0.41', '127.0.0.42'];
+    // One load-exchange port, free on the first address; each pod binds it on its own address.
+    const probe = net.createServer();
+    const loadPort = await listen(probe, addresses[0]);
+    await new Promise<void>((r) => probe.close(() => r()));
+    const counts = [0, 0];
+    const servers = addresses.map((_, i) =>
+      http2.createServer((_req, res) => {
+        counts[i] = (counts[i] ?? 0) + 1;
+        res.end('ok');
+      }),
+    );
+    const ports: number[] = [];
+    for (const [i, s] of servers.entries()) {
+      ports.push(await listen(s, addresses[i]));
+      cleanups.push(() => shutdown(s));
+    }
+    const peers = `static:///${addresses.map((a, i) => `${a}:${ports[i]}`).join(',')}`;
+    const recyclers = servers.map((s, i) =>
+      recycleConnections(s, {
+        random: new SeededRandom(i + 1),
+        fairShare: {
+          peers,
+          self: addresses[i],
+          loadPort,
+          loadHost: addresses[i],
+          periodMs: 200,
+          windowMs: 800,
+          warmupMs: 800,
+        },
+      }),
+    );
+    for (const r of recyclers) cleanups.push(() => r.close());
+    const front = new RandomFront(
+      addresses.map((a, i) => ({ host: a, port: ports[i] as number })),
+      11,
+      [0, 0, 0, 0],
+    );
+    const frontPort = await front.listen();
+    cleanups.push(() => front.close());
+    const clients = Array.from({ length: 4 }, () => new RetryingH2Client(`http://127.0.0.1:${frontPort}`));
+    let running = true;
+    let failed = 0;
+    const loops = clients.map(async (c) => {
+      while (running) {
+        try {
+          const res = await c.get('/');
+          if (res.status !== 200) failed++;
+        } catch {
+          failed++;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    });
+    try {
+      // Sessions the servers hold (the load exchange runs on its own port, not counted here).
+      await waitFor(() => recyclers.every((r) => r.stats().open === 2), 10_000, 'two sessions on each pod');
+    } finally {
+      running = false;
+      await Promise.all(loops);
+      await Promise.all(clients.map((c) => c.close()));
+    }
+    expect(failed).toBe(0);
+    expect(recyclers[0]?.stats().closed['fair-share']).toBeGreaterThan(0);
+    expect(counts[1]).toBeGreaterThan(0);
+  }, 30_000);
+});

@@ -57,6 +57,8 @@ export const fairShareSpec = {
    * need `loadPort`).
    */
   loadPort: opt.int({ min: 1, max: 65535, optional: true }),
+  /** Address the `loadPort` server binds; default all interfaces. */
+  loadHost: opt.string({ nonEmpty: true, optional: true }),
   loadPath: opt.string({ nonEmpty: true, default: DEFAULT_LOAD_PATH }),
   /** A peer that has not answered within this long counts as not answering. Default 500 ms. */
   peerTimeoutMs: opt.number({ min: 1, default: 500 }),
@@ -77,6 +79,7 @@ export interface FairShareOptions extends Partial<FairShareDecisionOptions> {
   readonly discovery?: EndpointSourceOptions;
   readonly self?: string;
   readonly loadPort?: number;
+  readonly loadHost?: string;
   readonly loadPath?: string;
   readonly peerTimeoutMs?: number;
   readonly logger?: FairShareLogger;

@@ -133,7 +133,7 @@ export class FairShareShedder {
     this.#addresses = selfAddresses(options.self);
     this.#logger = options.logger ?? discoveryLogger();
     this.#metrics = metrics;
-    if (options.loadPort !== undefined) this.#serveOwnPort(options.loadPort);
+    if (options.loadPort !== undefined) this.#serveOwnPort(options.loadPort, options.loadHost);
   }
 
   /** Starts the periodic decisions. */
@@ -326,7 +326,7 @@ export class FairShareShedder {
     this.#logger.warn({ component: 'recycleConnections.fairShare', ...fields }, message);
   }
 
-  #serveOwnPort(port: number): void {
+  #serveOwnPort(port: number, host: string | undefined): void {
     const server = http.createServer((req, res) => {
       if (isLoadRequest(req.method, req.url, this.#settings.options.loadPath)) {
         req.resume();
@@ -338,7 +338,7 @@ export class FairShareShedder {
     server.on('error', (err) =>
       this.#warn('load-port', { err, port }, `fair-share: cannot serve the load exchange on port ${port}`),
     );
-    server.listen(port);
+    server.listen(port, host);
     server.unref();
     this.#loadServer = server;
   }
