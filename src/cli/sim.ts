@@ -110,6 +110,7 @@ interface SimFlags {
   maxRequests?: number;
   serverMaxAge?: number;
   serverMaxRequests?: number;
+  serverFairShare?: number | true;
   maxSurge?: number | string;
   maxUnavailable?: number | string;
   scaleTo?: number;
@@ -145,6 +146,8 @@ function knobsFrom(f: SimFlags): ScenarioKnobs {
   if (f.maxRequests !== undefined) k.maxRequestsPerConnection = f.maxRequests;
   if (f.serverMaxAge !== undefined) k.serverMaxConnectionAgeMs = f.serverMaxAge;
   if (f.serverMaxRequests !== undefined) k.serverMaxRequestsPerConnection = f.serverMaxRequests;
+  if (f.serverFairShare !== undefined)
+    k.serverFairShareTolerance = f.serverFairShare === true ? 0.1 : f.serverFairShare;
   if (f.maxSurge !== undefined) k.maxSurge = f.maxSurge;
   if (f.maxUnavailable !== undefined) k.maxUnavailable = f.maxUnavailable;
   if (f.scaleTo !== undefined) k.scaleTo = f.scaleTo;
@@ -263,6 +266,11 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
     .option('--max-requests <N>', 'client: reconnect after N requests on a connection', integer(1))
     .option('--server-max-age <d>', 'server recycling: close connections at this age', parseDuration)
     .option('--server-max-requests <N>', 'server recycling: close connections after N requests', integer(1))
+    .option(
+      '--server-fair-share [tolerance]',
+      'server: shed connections only above the fleet mean × (1 + tolerance), default 0.1',
+      fraction(10),
+    )
     .option('--max-surge <n>', 'rolling update maxSurge (integer or percentage)', intOrPercent)
     .option('--max-unavailable <n>', 'rolling update maxUnavailable (integer or percentage)', intOrPercent)
     .option('--scale-to <K>', 'pods after the scale event', integer(1, 100_000))

@@ -124,6 +124,8 @@ class Accumulator {
   #window = 0;
   #toRemoved = 0;
   #connections = 0;
+  #reconnects = 0;
+  #windowMinutes = 0;
   #events = 0;
   #bucketMs = 1000;
 
@@ -145,6 +147,8 @@ class Accumulator {
     this.#window += o.windowRequests;
     this.#toRemoved += o.windowRequestsToRemovedPods;
     this.#connections += o.connectionsOpened;
+    this.#reconnects += o.reconnectsInWindow;
+    this.#windowMinutes += Math.max(0, o.windowEndMs - o.windowStartMs) / 60_000;
     this.#events += o.events;
     const fresh = o.pods.filter((p) => !p.initial);
     this.#newPods = fresh.length;
@@ -227,6 +231,7 @@ class Accumulator {
             },
       requests: { sent: this.#sent, failed: this.#failed, window: this.#window, toRemovedPods: this.#toRemoved },
       connectionsOpened: this.#connections,
+      reconnectsPerMinute: this.#windowMinutes === 0 ? 0 : round(this.#reconnects / this.#windowMinutes),
       events: this.#events,
       pods: podReports,
       series: {

@@ -7,6 +7,8 @@
  * fixed order, so a seed reproduces a run exactly — and two dataplanes run with the same
  * seed see the same arrivals and service times (common random numbers).
  */
+
+import { resolveFairShareDecision } from '../../balancing/fair-share/fair-share-options.js';
 import type { Endpoint } from '../../core/endpoint.js';
 import { EndpointSet } from '../../core/endpoint-set.js';
 import { SeededRandom } from '../../core/random.js';
@@ -19,6 +21,7 @@ import { type Scenario, type ScenarioEvent, scenarioError } from '../scenario/sc
 import { createSampler, type Sampler } from '../workload/distribution.js';
 import { ConnectionManager } from './connection-manager.js';
 import { DeploymentController } from './deployment-controller.js';
+import { SimFairShare } from './fair-share-shedding.js';
 import { CLOSED_LOOP, RequestTable } from './request-table.js';
 import { SimClient } from './sim-client.js';
 import { SimPod } from './sim-pod.js';
@@ -52,6 +55,8 @@ export interface SimulationOutcome {
   /** Of those, requests delivered to a pod already removed from the endpoints (terminating). */
   readonly windowRequestsToRemovedPods: number;
   readonly connectionsOpened: number;
+  /** Connections opened inside the window (re-dials: lifetime limits, shedding, pods going away). */
+  readonly reconnectsInWindow: number;
   readonly events: number;
 }
 
@@ -109,6 +114,8 @@ export class Simulation implements SimulationContext {
   #pendingSingles = 0;
   #pendingBursts = 0;
   #ended = false;
+  #openedAtWindowStart = 0;
+  readonly #fairShare: SimFairShare | undefined;
 
   constructor(init: SimulationInit) {
     const s = init.scenario;
@@ -128,6 +135,7 @@ export class Simulation implements SimulationContext {
     const requestKeys = root.fork();
     this.#burstRandom = root.fork();
     const addresses = root.fork();
+    const fairShareRandom = root.fork();
     this.streams = { dataplane, balancers, requestKeys };
     this.#service = createSampler(s.pods.serviceTime);
     const arrival = s.clients.arrival;
@@ -141,6 +149,16 @@ export class Simulation implements SimulationContext {
       sessions: s.clients.connectionLifetime === undefined ? undefined : createSampler(s.clients.connectionLifetime),
       random: sessions,
     });
+    this.#fairShare =
+      s.server.fairShare === undefined
+        ? undefined
+        : new SimFairShare({
+            scheduler: this.scheduler,
+            pods: this.pods,
+            connections: this.connections,
+            options: resolveFairShareDecision(s.server.fairShare),
+            random: fairShareRandom,
+          });
     let maxPods = s.pods.count;
     for (const e of s.events ?? []) if (e.type === 'scale') maxPods = Math.max(maxPods, e.pods);
     this.#ordinalWidth = Math.max(2, String(maxPods).length);
@@ -230,6 +248,7 @@ export class Simulation implements SimulationContext {
       const pod = this.#createPod(true, 1);
       pod.state = 'ready';
       pod.readyAtMs = 0;
+      this.#fairShare?.podReady(pod);
     }
     this.#recomputeEligible();
     this.#router.start();
@@ -273,6 +292,9 @@ export class Simulation implements SimulationContext {
       windowRequests: this.#windowRequests,
       windowRequestsToRemovedPods: this.#windowToRemoved,
       connectionsOpened: this.connections.opened,
+      reconnectsInWindow: Number.isFinite(this.#windowStartMs)
+        ? this.connections.opened - this.#openedAtWindowStart
+        : 0,
       events: this.scheduler.processed,
     };
   }
@@ -294,6 +316,7 @@ export class Simulation implements SimulationContext {
 
   #openWindow(startMs: number): void {
     this.#windowStartMs = startMs;
+    this.#openedAtWindowStart = this.connections.opened;
     const w = this.scenario.measure.windowMs;
     if (w !== undefined) {
       this.#windowEndMs = startMs + w;
@@ -478,6 +501,7 @@ export class Simulation implements SimulationContext {
     pod.state = 'ready';
     pod.readyAtMs = this.scheduler.now;
     this.#recomputeEligible();
+    this.#fairShare?.podReady(pod);
     this.#deployment.podReady(pod);
   }
 

@@ -90,6 +90,8 @@ export function describeSettings(s: Scenario): string[] {
   if (sl.maxConnectionAgeMs !== undefined) lifetime.push(`server recycles at ${duration(sl.maxConnectionAgeMs)}`);
   if (sl.maxRequestsPerConnection !== undefined)
     lifetime.push(`server recycles after ${sl.maxRequestsPerConnection} requests`);
+  const fs = s.server.fairShare;
+  if (fs !== undefined) lifetime.push(`server sheds above its fair share +${Number((fs.tolerance * 100).toFixed(1))}%`);
   const second = [...changes, lifetime.length === 0 ? 'no connection lifetime limits' : lifetime.join(', ')];
   return [parts.join('; '), second.join('; ')];
 }
@@ -116,7 +118,16 @@ export function formatTable(report: SimReport): string {
   const podNames = first === undefined ? [] : first.pods.filter((p) => p.measured).map((p) => p.name);
   const perPod = podNames.length <= MAX_POD_COLUMNS;
   const multiTrial = report.trials > 1;
-  const header = ['dataplane', 'max/mean', ...(multiTrial ? ['sd'] : []), 'CoV', 'Jain', 'new pods 90%', 'p99 ms'];
+  const header = [
+    'dataplane',
+    'max/mean',
+    ...(multiTrial ? ['sd'] : []),
+    'CoV',
+    'Jain',
+    'new pods 90%',
+    'p99 ms',
+    'reconn/min',
+  ];
   const podHeader = perPod ? podNames : ['min', 'median', 'max'];
   const rows: string[][] = [];
   let hashFootnote = false;
@@ -136,6 +147,7 @@ export function formatTable(report: SimReport): string {
       fixed(r.jain, 2),
       fairShare(r),
       r.latencyMs === null ? '-' : fixed(r.latencyMs.p99, 1),
+      r.granularity === 'request' ? '-' : fixed(r.reconnectsPerMinute, 1),
       ...podCells,
     ]);
   }
@@ -157,7 +169,8 @@ export function formatTable(report: SimReport): string {
   lines.push(
     'max/mean: busiest pod over the mean (1 = even); CoV: coefficient of variation; Jain: fairness index (1 = even);',
   );
-  lines.push('new pods 90%: time from the first new pod being ready until new pods took 90% of their fair share.');
+  lines.push('new pods 90%: time from the first new pod being ready until new pods took 90% of their fair share;');
+  lines.push('reconn/min: connections opened per minute of the measured window (what recycling or shedding costs).');
   if (hashFootnote) {
     lines.push(
       '* hash policy: maps request keys to pods (affinity); its spread follows the keys and the hash table, not the load.',

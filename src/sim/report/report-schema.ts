@@ -66,6 +66,7 @@ const result = {
     'latencyMs',
     'requests',
     'connectionsOpened',
+    'reconnectsPerMinute',
     'events',
     'pods',
     'series',
@@ -93,6 +94,7 @@ const result = {
       properties: { sent: int, failed: int, window: int, toRemovedPods: int },
     },
     connectionsOpened: int,
+    reconnectsPerMinute: { type: 'number', minimum: 0 },
     events: int,
     pods: { type: 'array', items: pod },
     series: {

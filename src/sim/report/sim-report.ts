@@ -71,6 +71,8 @@ export interface SimDataplaneResult {
     readonly toRemovedPods: number;
   };
   readonly connectionsOpened: number;
+  /** Connections opened per minute of the measured window (re-dials), mean over trials. */
+  readonly reconnectsPerMinute: number;
   readonly events: number;
   readonly pods: readonly SimPodReport[];
   /** Per-pod load over time (absent for multi-trial placement scenarios without a timeline). */

@@ -24,6 +24,8 @@ export interface ScenarioKnobs {
   readonly maxRequestsPerConnection?: number;
   readonly serverMaxConnectionAgeMs?: number;
   readonly serverMaxRequestsPerConnection?: number;
+  /** Fair-share shedding on the server, with this tolerance (`--server-fair-share[=tolerance]`). */
+  readonly serverFairShareTolerance?: number;
   readonly maxSurge?: number | string;
   readonly maxUnavailable?: number | string;
   readonly scaleTo?: number;
@@ -102,6 +104,9 @@ export function applyKnobs(raw: unknown, knobs: ScenarioKnobs): unknown {
   }
   if (k.serverMaxRequestsPerConnection !== undefined) {
     child(child(s, 'server'), 'lifetime').maxRequestsPerConnection = k.serverMaxRequestsPerConnection;
+  }
+  if (k.serverFairShareTolerance !== undefined) {
+    child(child(s, 'server'), 'fairShare').tolerance = k.serverFairShareTolerance;
   }
   if (k.windowMs !== undefined) child(s, 'measure').windowMs = k.windowMs;
   const events = Array.isArray(s.events) ? (s.events as Obj[]) : [];

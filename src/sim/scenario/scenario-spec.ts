@@ -6,6 +6,8 @@
  * exactly like a built-in and every error names the field (`scenario "x": option
  * "events[0].maxSurge" must be ...`).
  */
+
+import { fairShareDecisionSpec } from '../../balancing/fair-share/fair-share-options.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { opt, optionError, type Parsed, parseOptions } from '../../core/options.js';
 import { lifetimeOptionsSpec } from '../../pool/lifetime-policy.js';
@@ -118,6 +120,8 @@ const serverSpec = {
   lifetime: opt.object(lifetimeOptionsSpec),
   /** After a pod is removed from endpoints, ms until it closes its connections (graceful drain). */
   terminationDrainMs: opt.number({ min: 0, default: 0 }),
+  /** Fair-share shedding (the recycler's `fairShare`): shed only above the fleet mean × (1 + tolerance). */
+  fairShare: opt.object(fairShareDecisionSpec, { optional: true }),
 };
 
 const measureSpec = {
