@@ -7,7 +7,8 @@
  *
  * The age for age recycling is chosen by simulation: the longest of a few candidate ages whose
  * predicted max/mean meets the target (fewest reconnects), else the shortest. Fair-share
- * recycling is listed with its settings but not simulated: this simulator has no model of it.
+ * recycling runs the simulator's model of the recycler's shedding (the same decision code),
+ * with the default 10% tolerance.
  */
 import {
   parseScenario,
@@ -186,17 +187,16 @@ export function prescribe(input: PrescribeInput): Prescription | null {
       ),
     );
   }
-  cures.push({
-    id: 'fair-share-recycling',
-    title: 'fair-share recycling (server side)',
-    applicable: recycleNote === undefined,
-    note:
-      recycleNote ??
-      'not simulated: this simulator has no fair-share model; expect age recycling’s balance with far fewer reconnects',
-    settings: `recycleConnections(server, { fairShare: { peers: 'k8s:///${svc}:<port>', tolerance: 0.1 } })`,
-    predicted: null,
-    simulation: null,
-  });
+  cures.push(
+    run(
+      'fair-share-recycling',
+      'fair-share recycling (server side)',
+      `recycleConnections(server, { fairShare: { peers: 'k8s:///${svc}:<port>', tolerance: 0.1 } }) — close connections only while the pod is over the fleet mean by 10%`,
+      sim(input.dataplane, { server: { fairShare: { tolerance: 0.1 } } }),
+      recycleNote === undefined,
+      recycleNote,
+    ),
+  );
   let age: CureAdvice | undefined;
   for (const ageMs of AGE_CANDIDATES_MS) {
     const candidate = run(

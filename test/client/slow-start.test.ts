@@ -34,7 +34,8 @@ describe('slow start (real sockets)', () => {
     const readyAt = performance.now();
     source.update([a.endpoint, b.endpoint, fresh.endpoint]);
     const buckets: { fresh: number; all: number }[] = [];
-    const stopAt = readyAt + WINDOW_MS + 2000;
+    // Past the window by three seconds, so the bucket checked last (5–6 s) is always complete.
+    const stopAt = readyAt + WINDOW_MS + 3000;
     let sent = 0;
     let midRampWeight = 0;
     const worker = async () => {

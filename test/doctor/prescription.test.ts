@@ -71,7 +71,7 @@ describe('prescriptions are the simulator’s figures', { timeout: 120_000 }, ()
         checked++;
       }
     }
-    expect(checked).toBe(13);
+    expect(checked).toBe(16);
   });
 
   it('the chosen cure and age recycling match `evenlb sim --scenario-file` run as a child process', async () => {
@@ -138,7 +138,7 @@ describe('prescriptions are the simulator’s figures', { timeout: 120_000 }, ()
       expect(Math.abs(cure.predicted!.maxOverMean - sim.results[0]!.maxOverMean), cure.id).toBeLessThanOrEqual(0.1);
     }
     // 8 connections each closed once per age (±10% jitter): 8 × 60 s / age reconnects a minute.
-    expect(age.predicted!.reconnectsFrom).toBe('computed');
+    expect(age.predicted!.reconnectsFrom).toBe('simulator');
     const expected = (8 * 60_000) / ageMs;
     expect(age.predicted!.reconnectsPerMinute).toBeGreaterThan(expected * 0.8);
     expect(age.predicted!.reconnectsPerMinute).toBeLessThan(expected * 1.2);
