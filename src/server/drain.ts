@@ -9,15 +9,9 @@
  * The drain knows every connection opened after the server was first handed to
  * `recycleConnections`, `drainOnSignal` or `drain`: call one of them before `listen()`.
  */
-import { type Clock, systemClock } from '../core/clock.js';
+import { type Clock, isClock, systemClock } from '../core/clock.js';
 import { opt, parseOptions } from '../core/options.js';
 import { ConnectionRegistry, type DrainResult } from './connection-registry.js';
-
-const isClock = (v: unknown): v is Clock =>
-  typeof v === 'object' &&
-  v !== null &&
-  typeof (v as Clock).now === 'function' &&
-  typeof (v as Clock).setTimeout === 'function';
 
 const drainSpec = {
   /** Time in-flight requests get before leftovers are destroyed. Default 25 s (Kubernetes' default grace is 30 s). */

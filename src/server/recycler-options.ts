@@ -6,7 +6,7 @@
  * carry `Connection: close`, and the injected clock, randomness and metrics registry.
  */
 import { Registry } from 'prom-client';
-import { type Clock, systemClock } from '../core/clock.js';
+import { type Clock, isClock, systemClock } from '../core/clock.js';
 import { opt, type Parsed, parseOptions } from '../core/options.js';
 import { createRandom, type Random } from '../core/random.js';
 import { LifetimePolicy, lifetimeOptionsSpec } from '../pool/lifetime-policy.js';
@@ -18,12 +18,6 @@ import {
 } from './fair-share/fair-share-options.js';
 
 const COMPONENT = 'recycleConnections';
-
-const isClock = (v: unknown): v is Clock =>
-  typeof v === 'object' &&
-  v !== null &&
-  typeof (v as Clock).now === 'function' &&
-  typeof (v as Clock).setTimeout === 'function';
 
 const isRandom = (v: unknown): v is Random =>
   typeof v === 'object' && v !== null && typeof (v as Random).next === 'function';
