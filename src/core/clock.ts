@@ -28,6 +28,11 @@ export function isClock(value: unknown): value is Clock {
   );
 }
 
+/** Wall-clock time (ms since the Unix epoch), for timestamps people read — never for durations. */
+export function epochMs(): number {
+  return Date.now();
+}
+
 /** The real clock: `performance.now()` and unref'd Node timers. */
 export const systemClock: Clock = Object.freeze({
   now: () => performance.now(),

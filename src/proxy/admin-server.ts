@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { epochMs } from '../core/clock.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { ProxyConfig } from './config-schema.js';
 import { dashboardHtml } from './dashboard-page.js';
@@ -112,7 +113,7 @@ export class AdminServer {
       case '/api/stats': {
         const cpu = process.cpuUsage();
         return json(res, 200, {
-          timeMs: Date.now(),
+          timeMs: epochMs(),
           cpuMicros: cpu.user + cpu.system,
           pid: process.pid,
           clusters: d.metrics.stats(),

@@ -320,7 +320,7 @@ export class L7Listener {
     const cluster = match.cluster;
     const unavailable = cluster.unavailableReason();
     if (unavailable !== undefined) return this.#reject(res, 503, unavailable);
-    const start = state.accessLog ? performance.now() : 0;
+    const start = state.accessLog ? systemClock.now() : 0;
     const done = (status: number, reason: string | undefined): void => {
       this.#deps.metrics.observeDownstream(this.config.name, status);
       if (state.accessLog)
@@ -381,7 +381,7 @@ export class L7Listener {
     const unavailable = cluster.unavailableReason();
     if (unavailable !== undefined) return reject(503, unavailable);
     const clientAddress = stream.session?.socket?.remoteAddress ?? '';
-    const start = state.accessLog ? performance.now() : 0;
+    const start = state.accessLog ? systemClock.now() : 0;
     const done = (status: number, reason: string | undefined): void => {
       this.#deps.metrics.observeDownstream(this.config.name, status);
       if (state.accessLog) this.#access(clientAddress, method, path, status, reason, start, cluster.name, '2');
@@ -433,7 +433,7 @@ export class L7Listener {
         reason,
         cluster,
         version,
-        durationMs: Math.round((performance.now() - startMs) * 1000) / 1000,
+        durationMs: Math.round((systemClock.now() - startMs) * 1000) / 1000,
       },
       'request',
     );
