@@ -1,0 +1,75 @@
+/**
+ * Regression guard for the engine: every built-in scenario, shortened, through every
+ * dataplane, must give the figures recorded in `golden/summaries.json` for the same seed —
+ * captured before the engine grew balancer fleets, discovery lag, zones and the large-scale
+ * paths. With one balancer per client (or one shared) and no discovery lag, nothing about
+ * those may change a single number. Fields added to the report later are not compared;
+ * the recorded ones must match exactly. `EVENLB_UPDATE_GOLDEN=1` rewrites the file (only
+ * for a deliberate, explained change of the model).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { listDataplanes } from '../../src/sim/dataplane/registry.js';
+import type { ScenarioKnobs } from '../../src/sim/scenario/scenario-knobs.js';
+import { runBuiltin } from './support.js';
+
+const file = join(dirname(fileURLToPath(import.meta.url)), 'golden', 'summaries.json');
+
+/** Each built-in, short enough that all of them through every dataplane take a few seconds. */
+const cases: { scenario: string; knobs: ScenarioKnobs }[] = [
+  { scenario: 'steady', knobs: { windowMs: 20_000 } },
+  { scenario: 'rolling-update', knobs: { windowMs: 10_000, clients: 40, connections: 400 } },
+  { scenario: 'hpa-scale-out', knobs: { windowMs: 20_000, clients: 40, connections: 400 } },
+  { scenario: 'heterogeneous-durations', knobs: { windowMs: 30_000, trials: 2 } },
+  { scenario: 'webhook-burst', knobs: { windowMs: 30_000 } },
+  { scenario: 'random-connections', knobs: { trials: 5, requestsPerClient: 50 } },
+];
+
+type Summary = Record<string, unknown>;
+
+function summarise(scenario: string, knobs: ScenarioKnobs): Summary {
+  const dataplanes = listDataplanes().map((d) => d.name);
+  const report = runBuiltin(scenario, dataplanes, knobs, 7);
+  return JSON.parse(
+    JSON.stringify({
+      window: report.window,
+      settledAtMs: report.settledAtMs,
+      changeAtMs: report.changeAtMs,
+      results: report.results.map(({ description: _d, ...rest }) => rest),
+    }),
+  ) as Summary;
+}
+
+/** `actual` restricted to the keys `golden` has (recursively), so new report fields are ignored. */
+function restrict(actual: unknown, golden: unknown): unknown {
+  if (Array.isArray(golden) && Array.isArray(actual)) return actual.map((a, i) => restrict(a, golden[i]));
+  if (golden !== null && typeof golden === 'object' && actual !== null && typeof actual === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(golden))
+      out[k] = restrict((actual as Record<string, unknown>)[k], (golden as Record<string, unknown>)[k]);
+    return out;
+  }
+  return actual;
+}
+
+describe('golden figures of the built-in scenarios (seed 7)', () => {
+  if (process.env.EVENLB_UPDATE_GOLDEN === '1') {
+    it('records the golden file', () => {
+      const all: Record<string, Summary> = {};
+      for (const c of cases) all[c.scenario] = summarise(c.scenario, c.knobs);
+      writeFileSync(file, `${JSON.stringify(all)}\n`);
+    });
+    return;
+  }
+  const golden = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Summary>;
+  for (const c of cases) {
+    it(`${c.scenario}: the same figures as recorded, for every dataplane`, () => {
+      const expected = golden[c.scenario];
+      expect(expected, `golden file lacks ${c.scenario}`).toBeDefined();
+      const actual = summarise(c.scenario, c.knobs);
+      expect(restrict(actual, expected)).toEqual(expected);
+    });
+  }
+});
