@@ -6,7 +6,7 @@
  * figures — so the same seed prints the same table.
  */
 import type { Scenario } from '../scenario/scenario-spec.js';
-import type { DistributionSpec } from '../workload/distribution.js';
+import { distributionText as distribution, durationText as duration } from '../scenario/scenario-text.js';
 import type { SimDataplaneResult, SimReport } from './sim-report.js';
 
 /** Pods shown one column each up to this many; beyond, min / median / max. */
@@ -30,27 +30,6 @@ function median(sorted: readonly number[]): number {
   if (n === 0) return 0;
   const mid = Math.floor(n / 2);
   return n % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
-
-function duration(ms: number): string {
-  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
-  if (ms >= 1000) return `${Number((ms / 1000).toFixed(3))} s`;
-  return `${Number(ms.toFixed(3))} ms`;
-}
-
-function distribution(d: DistributionSpec): string {
-  switch (d.type) {
-    case 'fixed':
-      return duration(d.valueMs);
-    case 'exponential':
-      return `exp. mean ${duration(d.meanMs)}`;
-    case 'uniform':
-      return `${duration(d.minMs)}–${duration(d.maxMs)}`;
-    case 'pareto':
-      return `Pareto mean ${duration(d.meanMs)} shape ${d.shape}`;
-    case 'lognormal':
-      return `log-normal mean ${duration(d.meanMs)} sigma ${d.sigma}`;
-  }
 }
 
 /** One or two lines saying what actually ran (knobs included), from the validated scenario. */
