@@ -11,7 +11,8 @@ export { EventQueue } from './engine/event-queue.js';
 export { type EventHandler, Scheduler } from './engine/scheduler.js';
 export { VirtualClock } from './engine/virtual-clock.js';
 export { LatencyHistogram } from './metrics/latency-histogram.js';
-export { Simulation, type SimulationInit, type SimulationOutcome } from './model/simulation.js';
+export { Simulation, type SimulationInit } from './model/simulation.js';
+export type { SimulationOutcome } from './model/simulation-outcome.js';
 export type * from './report/sim-report.js';
 export { type RunOptions, runScenario } from './run-simulation.js';
 export {

@@ -9,8 +9,10 @@ import { SeededRandom } from '../core/random.js';
 import { imbalance } from '../metrics/imbalance.js';
 import type { DataplaneModel } from './dataplane/dataplane.js';
 import { LatencyHistogram } from './metrics/latency-histogram.js';
+import { estimateEndMs } from './model/run-bounds.js';
 import { POD_HISTOGRAM_GROWTH } from './model/sim-pod.js';
-import { Simulation, type SimulationOutcome } from './model/simulation.js';
+import { Simulation } from './model/simulation.js';
+import type { SimulationOutcome } from './model/simulation-outcome.js';
 import type { SimDataplaneResult, SimPodReport, SimReport, TrialSpread } from './report/sim-report.js';
 import type { Scenario } from './scenario/scenario-spec.js';
 
@@ -72,27 +74,6 @@ export function runScenario(options: RunOptions): SimReport {
     settings: scenario,
     results,
   };
-}
-
-/** A rough end of simulated time, for progress bars only. */
-function estimateEndMs(s: Scenario): number {
-  const events = s.events ?? [];
-  const lastChange = events.reduce((m, e) => (e.type === 'burst' ? m : Math.max(m, e.atMs)), 0);
-  let settle = lastChange;
-  for (const e of events) {
-    if (e.type === 'rolling-update') settle += s.pods.count * (s.pods.readyDelayMs + s.server.terminationDrainMs);
-    if (e.type === 'scale') settle += s.pods.readyDelayMs;
-  }
-  const from = typeof s.measure.from === 'number' ? s.measure.from : s.measure.from === 'start' ? 0 : settle;
-  if (s.measure.windowMs !== undefined) return Math.max(1, from + s.measure.windowMs);
-  const a = s.clients.arrival;
-  const count = a.count ?? 1;
-  if (a.type === 'closed-loop')
-    return Math.max(
-      1,
-      (count / a.concurrency) * (s.pods.serviceTime.type === 'fixed' ? s.pods.serviceTime.valueMs : 5),
-    );
-  return Math.max(1, (count * 1000) / a.ratePerSecond);
 }
 
 interface PodAccumulator {
