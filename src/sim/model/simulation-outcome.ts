@@ -26,6 +26,10 @@ export interface SimulationOutcome {
   readonly windowRequests: number;
   /** Of those, requests delivered to a pod already removed from the endpoints (terminating). */
   readonly windowRequestsToRemovedPods: number;
+  /** Of those, requests from a client in another zone than the pod (0 without zones). */
+  readonly windowRequestsCrossZone: number;
   readonly connectionsOpened: number;
+  /** Connections dialled inside the window: reconnects (connection and pool dataplanes). */
+  readonly connectionsOpenedInWindow: number;
   readonly events: number;
 }

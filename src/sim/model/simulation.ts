@@ -27,6 +27,7 @@ import type { SimClient } from './sim-client.js';
 import { SimPod } from './sim-pod.js';
 import type { SimulationContext, SimulationStreams } from './simulation-context.js';
 import type { SimulationOutcome } from './simulation-outcome.js';
+import { initialPodZone, leastPopulatedZone, zoneCount, zoneName } from './zones.js';
 
 export interface SimulationInit {
   readonly scenario: Scenario;
@@ -83,6 +84,7 @@ export class Simulation implements SimulationContext {
   #failed = 0;
   #windowRequests = 0;
   #windowToRemoved = 0;
+  #windowCrossZone = 0;
   #clientsWithRemaining = 0;
   #pendingSingles = 0;
   #pendingBursts = 0;
@@ -106,7 +108,8 @@ export class Simulation implements SimulationContext {
     const requestKeys = root.fork();
     this.#burstRandom = root.fork();
     const addresses = root.fork();
-    this.streams = { dataplane, balancers, requestKeys };
+    const discovery = root.fork();
+    this.streams = { dataplane, balancers, requestKeys, discovery };
     this.#service = createSampler(s.pods.serviceTime);
     const arrival = s.clients.arrival;
     this.#think = arrival.type === 'closed-loop' ? createSampler(arrival.thinkTime) : undefined;
@@ -172,6 +175,9 @@ export class Simulation implements SimulationContext {
       pod.windowRequests++;
       this.#windowRequests++;
       if (pod.state !== 'ready') this.#windowToRemoved++;
+      if (pod.zone >= 0 && (this.clients[this.requests.client[slot] as number] as SimClient).zone !== pod.zone) {
+        this.#windowCrossZone++;
+      }
     }
     if (pod.busy < pod.workers) this.#serve(pod, slot);
     else pod.enqueue(slot);
@@ -234,7 +240,9 @@ export class Simulation implements SimulationContext {
       requestsFailed: this.#failed,
       windowRequests: this.#windowRequests,
       windowRequestsToRemovedPods: this.#windowToRemoved,
+      windowRequestsCrossZone: this.#windowCrossZone,
       connectionsOpened: this.connections.opened,
+      connectionsOpenedInWindow: this.connections.openedInWindow,
       events: this.scheduler.processed,
     };
   }
@@ -246,6 +254,7 @@ export class Simulation implements SimulationContext {
       this.#windowEndMs = startMs + w;
       this.scheduler.at(this.#windowEndMs, this.#kEnd);
     }
+    this.connections.setWindow(startMs, this.#windowEndMs);
   }
 
   #end(): void {
@@ -377,6 +386,8 @@ export class Simulation implements SimulationContext {
     const ordinal = (this.#ordinals.get(revision) ?? 0) + 1;
     this.#ordinals.set(revision, ordinal);
     const speeds = s.speeds ?? [];
+    const zones = zoneCount(this.scenario);
+    const zone = initial ? initialPodZone(this.scenario, index) : leastPopulatedZone(zones, this.#livePodZones());
     const pod = new SimPod({
       index,
       name: `v${revision}-${String(ordinal).padStart(this.#ordinalWidth, '0')}`,
@@ -387,6 +398,8 @@ export class Simulation implements SimulationContext {
       workers: s.workers,
       createdAtMs: this.scheduler.now,
       initial,
+      zone,
+      ...(zone < 0 ? {} : { zoneName: zoneName(zone) }),
     });
     this.pods.push(pod);
     for (const e of pod.endpointVariants) this.#podOf.set(e, pod);
@@ -395,6 +408,10 @@ export class Simulation implements SimulationContext {
       this.scheduler.after(s.readyDelayMs, this.#kPodReady, index);
     }
     return pod;
+  }
+
+  *#livePodZones(): Generator<number> {
+    for (const p of this.pods) if (p.state !== 'gone' && p.state !== 'terminating') yield p.zone;
   }
 
   #podReady(pod: SimPod): void {
