@@ -118,6 +118,8 @@ interface SimFlags {
   scaleTo?: number;
   hashKey?: 'request' | 'client';
   balancerScope?: 'client' | 'shared';
+  balancers?: number;
+  discoverySpread?: number;
   json?: boolean;
   jsonSeries?: boolean;
   html?: string;
@@ -149,6 +151,8 @@ function knobsFrom(f: SimFlags): ScenarioKnobs {
   if (f.scaleTo !== undefined) k.scaleTo = f.scaleTo;
   if (f.hashKey !== undefined) k.hashKey = f.hashKey;
   if (f.balancerScope !== undefined) k.balancerScope = f.balancerScope;
+  if (f.balancers !== undefined) k.balancers = f.balancers;
+  if (f.discoverySpread !== undefined) k.discoverySpreadMs = f.discoverySpread;
   return k;
 }
 
@@ -271,6 +275,16 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
     .addOption(new Option('--hash-key <key>', 'hash policies key requests by').choices(['request', 'client']))
     .addOption(
       new Option('--balancer-scope <scope>', 'evenlb balancer per client or shared').choices(['client', 'shared']),
+    )
+    .option(
+      '--balancers <M>',
+      'evenlb: M balancer replicas, each its own Balancer and load view',
+      integer(1, 1_000_000),
+    )
+    .option(
+      '--discovery-spread <d>',
+      'evenlb: each replica learns of an endpoint change after a delay uniform in [0, d] (0: at once)',
+      durationOrZero,
     )
     .option('--json', 'print the result as JSON (schema in docs/sim.md): figures, per-pod shares, no time series')
     .option('--json-series', "print JSON with every pod's load over time (large: pods × buckets × dataplanes)")

@@ -143,6 +143,56 @@ export const builtinScenarios: readonly BuiltinScenario[] = [
       dataplanes: ['iptables', 'nftables', 'ipvs-rr', 'ipvs-lc', 'ipvs-sh', 'apiserver-legacy'],
     }),
   },
+  {
+    name: 'fleet-scale-out',
+    summary: 'many balancer replicas discover new pods at different moments: do they all pile onto them?',
+    describe: (s) => {
+      const e = eventOf(s, 'scale');
+      const to = e === undefined ? '' : `; the Deployment scales to ${e.pods} at ${durationText(e.atMs)}`;
+      const lag = s.clients.discoveryLag;
+      const m = s.clients.balancers ?? (s.clients.balancerScope === 'shared' ? 1 : clientCount(s));
+      return `${plural(m, 'balancer replica')} (each its own Balancer and load view) carry ${plural(clientCount(s), 'client')}' traffic to ${podsText(s)} running at ${busyText(s)}${to} and each replica learns of it after ${lag === undefined ? 'no delay' : distributionText(lag)}. Reported per second after the new pods are ready.`;
+    },
+    raw: () => ({
+      name: 'fleet-scale-out',
+      bucketMs: 1000,
+      // Long calls (1 s: streaming responses, long polls): every replica has requests in flight
+      // to every old pod, so a new pod's zero in-flight stands out in least-request's comparisons.
+      pods: { count: 8, workers: 128, serviceTime: { type: 'exponential', meanMs: 1000 }, readyDelayMs: 2000 },
+      clients: {
+        count: 200,
+        connections: 200,
+        arrival: { type: 'poisson', ratePerSecond: 3.6 },
+        balancers: 50,
+        discoveryLag: { type: 'uniform', minMs: 0, maxMs: 2000 },
+      },
+      events: [{ type: 'scale', atMs: 10_000, pods: 12 }],
+      measure: { from: 'settled', windowMs: 60_000 },
+      dataplanes: ['iptables', 'evenlb:round-robin', 'evenlb:least-request', 'evenlb:peak-ewma'],
+    }),
+  },
+  {
+    name: 'zone-skew',
+    summary: 'pods spread 4-4-3 over three zones, clients 50/30/20: who serves whom, and across zones',
+    describe: (s) => {
+      const pods = (s.pods.zones ?? []).join('-');
+      const weights = s.clients.zones ?? [];
+      const total = weights.reduce((a, b) => a + b, 0);
+      const clients = weights.map((w) => `${Math.round((w / total) * 100)}%`).join('/');
+      return `${podsText(s)} spread ${pods} over ${plural((s.pods.zones ?? []).length, 'zone')}; ${plural(clientCount(s), 'client')} (${clients} per zone) hold ${plural(s.clients.connections, 'connection')} and send ${arrivalText(s)}; pods ${busyText(s)} busy on average. Zone-unaware dataplanes spread evenly over pods and send most requests across zones.`;
+    },
+    raw: () => ({
+      name: 'zone-skew',
+      pods: { count: 11, workers: 4, zones: [4, 4, 3], serviceTime: { type: 'exponential', meanMs: 10 } },
+      clients: {
+        count: 100,
+        connections: 400,
+        arrival: { type: 'poisson', ratePerSecond: 20 },
+        zones: [50, 30, 20],
+      },
+      measure: { from: 'start', windowMs: 60_000 },
+    }),
+  },
 ];
 
 /** The built-in scenario `name`, or undefined. */

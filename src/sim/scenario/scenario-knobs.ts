@@ -29,6 +29,10 @@ export interface ScenarioKnobs {
   readonly scaleTo?: number;
   readonly hashKey?: 'request' | 'client';
   readonly balancerScope?: 'client' | 'shared';
+  /** M independent balancer replicas (`clients.balancers`). */
+  readonly balancers?: number;
+  /** Discovery lag spread: each balancer learns of a change uniformly within [0, this] ms; 0 = at once. */
+  readonly discoverySpreadMs?: number;
 }
 
 type Obj = Record<string, unknown>;
@@ -73,6 +77,11 @@ export function applyKnobs(raw: unknown, knobs: ScenarioKnobs): unknown {
   if (k.nodes !== undefined) clients.nodes = k.nodes;
   if (k.hashKey !== undefined) clients.hashKey = k.hashKey;
   if (k.balancerScope !== undefined) clients.balancerScope = k.balancerScope;
+  if (k.balancers !== undefined) clients.balancers = k.balancers;
+  if (k.discoverySpreadMs !== undefined) {
+    if (k.discoverySpreadMs === 0) delete clients.discoveryLag;
+    else clients.discoveryLag = { type: 'uniform', minMs: 0, maxMs: k.discoverySpreadMs };
+  }
   if (k.ratePerSecond !== undefined || k.requestsPerClient !== undefined) {
     const arrival = child(clients, 'arrival');
     if (arrival.type === undefined) arrival.type = 'poisson';

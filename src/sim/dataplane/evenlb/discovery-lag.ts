@@ -4,7 +4,8 @@
  * scenario's `clients.discoveryLag` distribution (watch delay, DNS TTL, file sync), and
  * installs it only if it is newer than what it has — a later change that arrives first
  * supersedes an earlier, slower one, as with a real watch. The first snapshot (the pods at
- * start) reaches every balancer at once: the fleet has been running.
+ * start) reaches every balancer at once: the fleet has been running. Changes at the same
+ * instant are one snapshot (one watch event), so four pods ready together arrive together.
  */
 import type { Balancer } from '../../../balancing/balancer.js';
 import type { EndpointSet } from '../../../core/endpoint-set.js';
@@ -21,6 +22,7 @@ export class DiscoveryLag {
   /** The version each balancer has installed. */
   readonly #installed: Int32Array;
   #version = 0;
+  #publishedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(ctx: SimulationContext, balancers: readonly Balancer[], lag: DistributionSpec) {
     this.#ctx = ctx;
@@ -32,6 +34,14 @@ export class DiscoveryLag {
 
   /** A new endpoint snapshot: every balancer installs it after its own delay. */
   publish(set: EndpointSet): void {
+    const now = this.#ctx.scheduler.now;
+    // Changes at one instant (pods of a scale-out becoming ready together) are one update.
+    const same = this.#snapshots.get(this.#version);
+    if (same !== undefined && now === this.#publishedAtMs) {
+      same.set = set;
+      return;
+    }
+    this.#publishedAtMs = now;
     const version = ++this.#version;
     if (version === 1) {
       this.#balancers.forEach((b, i) => {
