@@ -16,6 +16,7 @@ import {
   builtinScenarios,
   findBuiltinScenario,
   listDataplanes,
+  type ProgressStatus,
   parseBuiltinScenario,
   parseScenario,
   resolveDataplanes,
@@ -200,21 +201,37 @@ function listing(): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** A progress bar on a terminal, nothing otherwise; redrawn at most every 100 ms. */
-function progressBar(io: SimCommandIo, enabled: boolean): { update(f: number): void; done(): void } {
+/** `1.2M`, `350k`, `12`. */
+function compact(n: number): string {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  if (n >= 1e4) return `${Math.round(n / 1e3)}k`;
+  return String(Math.round(n));
+}
+
+/**
+ * A progress bar on a terminal, nothing otherwise; redrawn at most every 100 ms, with the
+ * dataplane, its simulated time and the events handled per (wall-clock) second.
+ */
+function progressBar(
+  io: SimCommandIo,
+  enabled: boolean,
+): { update(f: number, status: ProgressStatus): void; done(): void } {
   if (!enabled || io.stderr.isTTY !== true) return { update() {}, done() {} };
+  const startedMs = systemClock.now();
   let last = Number.NEGATIVE_INFINITY;
   let shown = false;
   return {
-    update(f) {
+    update(f, status) {
       const now = systemClock.now();
       if (now - last < 100) return;
       last = now;
       shown = true;
       const width = 30;
       const filled = Math.round(Math.min(1, f) * width);
+      const rate = status.events / Math.max(0.001, (now - startedMs) / 1000);
       io.stderr.write(
-        `\rsimulating [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(f * 100).toFixed(0).padStart(3)}%`,
+        `\r\x1b[Ksimulating [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(f * 100).toFixed(0).padStart(3)}%` +
+          `  ${status.dataplane} at ${(status.simulatedMs / 1000).toFixed(1)} s simulated, ${compact(rate)} events/s`,
       );
     },
     done() {
@@ -320,7 +337,12 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
       const progress = progressBar(io, flags.progress);
       let report: ReturnType<typeof runScenario>;
       try {
-        report = runScenario({ scenario, dataplanes, seed: flags.seed, onProgress: (f) => progress.update(f) });
+        report = runScenario({
+          scenario,
+          dataplanes,
+          seed: flags.seed,
+          onProgress: (f, status) => progress.update(f, status),
+        });
       } catch (err) {
         progress.done();
         // A scenario that validates but cannot run (e.g. never settles) is still the user's input.

@@ -14,7 +14,7 @@ export { LatencyHistogram } from './metrics/latency-histogram.js';
 export { Simulation, type SimulationInit } from './model/simulation.js';
 export type { SimulationOutcome } from './model/simulation-outcome.js';
 export type * from './report/sim-report.js';
-export { type RunOptions, runScenario } from './run-simulation.js';
+export { type ProgressStatus, type RunOptions, runScenario } from './run-simulation.js';
 export {
   type BuiltinScenario,
   builtinScenarios,

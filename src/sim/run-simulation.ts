@@ -22,8 +22,18 @@ export interface RunOptions {
   readonly scenario: Scenario;
   readonly dataplanes: readonly DataplaneModel[];
   readonly seed: number;
-  /** Called with the fraction done (0..1), a few times per second of work at most. */
-  readonly onProgress?: (fraction: number) => void;
+  /** Called with the fraction done (0..1) and where the run stands, every few thousand events. */
+  readonly onProgress?: (fraction: number, status: ProgressStatus) => void;
+}
+
+/** Where a running `runScenario` stands. */
+export interface ProgressStatus {
+  /** Dataplane being simulated. */
+  readonly dataplane: string;
+  /** Virtual time of the current run, ms. */
+  readonly simulatedMs: number;
+  /** Events handled so far, all runs together. */
+  readonly events: number;
 }
 
 /**
@@ -43,6 +53,7 @@ export function runScenario(options: RunOptions): SimReport {
   const totalRuns = trials * dataplanes.length;
   const estimatedEnd = estimateEndMs(scenario);
   let run = 0;
+  let events = 0;
   let first: SimulationOutcome | undefined;
   const results: SimDataplaneResult[] = [];
   for (const dataplane of dataplanes) {
@@ -51,13 +62,19 @@ export function runScenario(options: RunOptions): SimReport {
       const onTick =
         options.onProgress === undefined
           ? undefined
-          : (now: number) => options.onProgress?.((run + Math.min(1, now / estimatedEnd)) / totalRuns);
+          : (now: number, handled: number) =>
+              options.onProgress?.((run + Math.min(1, now / estimatedEnd)) / totalRuns, {
+                dataplane: dataplane.name,
+                simulatedMs: now,
+                events: events + handled,
+              });
       const sim = new Simulation({ scenario, dataplane, seed: seeds[t] as number, onTick });
       const outcome = sim.run();
+      events += outcome.events;
       first ??= outcome;
       acc.add(outcome);
       run++;
-      options.onProgress?.(run / totalRuns);
+      options.onProgress?.(run / totalRuns, { dataplane: dataplane.name, simulatedMs: outcome.windowEndMs, events });
     }
     results.push(acc.result());
   }

@@ -33,8 +33,8 @@ export interface SimulationInit {
   readonly scenario: Scenario;
   readonly dataplane: DataplaneModel;
   readonly seed: number;
-  /** Called every few thousand events with the virtual time (for progress bars). */
-  readonly onTick?: (nowMs: number) => void;
+  /** Called every few thousand events with the virtual time and the events handled so far (progress bars). */
+  readonly onTick?: (nowMs: number, events: number) => void;
 }
 
 /** Base address of pods: 10.64.0.0. */
@@ -52,7 +52,7 @@ export class Simulation implements SimulationContext {
   eligiblePods: readonly SimPod[] = [];
 
   readonly #router: RequestRouter;
-  readonly #onTick: ((nowMs: number) => void) | undefined;
+  readonly #onTick: ((nowMs: number, events: number) => void) | undefined;
   readonly #arrivalRandom: SeededRandom;
   readonly #serviceRandom: SeededRandom;
   readonly #burstRandom: SeededRandom;
@@ -219,7 +219,8 @@ export class Simulation implements SimulationContext {
     if (!changing) this.#settledAtMs = 0;
 
     const cap = timeCapMs(s);
-    const tick = this.#onTick === undefined ? undefined : () => this.#onTick?.(this.scheduler.now);
+    const tick =
+      this.#onTick === undefined ? undefined : () => this.#onTick?.(this.scheduler.now, this.scheduler.processed);
     this.scheduler.runUntil(cap, tick);
     if (!this.#ended) {
       if (this.scheduler.pending === 0 && s.measure.windowMs === undefined) this.#windowEndMs = this.scheduler.now;
