@@ -47,7 +47,7 @@ describe('evenlb sim', () => {
     const lines = r.stdout.split('\n');
     expect(lines[0]).toBe('evenlb sim: steady (seed 3, 1 trial)');
     const header = lines.find((l) => l.startsWith('dataplane')) as string;
-    for (const col of ['max/mean', 'CoV', 'Jain', 'new pods 90%', 'p99 ms', 'v1-01', 'v1-04'])
+    for (const col of ['max/mean', 'CoV', 'Jain', 'new pods 90%', 'p99 ms', 'reconn/min', 'v1-01', 'v1-04'])
       expect(header).toContain(col);
     for (const dp of ['iptables', 'ipvs-lc', 'evenlb:round-robin']) {
       expect(lines.some((l) => l.startsWith(`${dp} `))).toBe(true);
@@ -99,7 +99,8 @@ describe('evenlb sim', () => {
     const [t1, t2] = await Promise.all([runSim(cli, [...args, '--seed', '9']), runSim(cli, [...args, '--seed', '9'])]);
     expect(t2.stdout).toBe(t1.stdout);
     expect(t1.stdout).toContain('20 trials');
-  });
+    // Five CLI processes on a shared two-core machine: the deadline is runSim's, per process.
+  }, 180_000);
 
   it('--html writes a self-contained page that renders its charts offline', async () => {
     const file = join(dir, 'report.html');
@@ -136,7 +137,7 @@ describe('evenlb sim', () => {
         if (!req.url().startsWith('file:')) requests.push(req.url());
       });
       await page.goto(`file://${file}`);
-      await page.waitForFunction("document.querySelectorAll('canvas').length >= 3", undefined, { timeout: 15_000 });
+      await page.waitForFunction("document.querySelectorAll('canvas').length >= 4", undefined, { timeout: 15_000 });
       // Chart.js keeps every chart it drew; each needs a sized canvas with pixels on it.
       const charts = (await page.evaluate(`Object.values(Chart.instances).map((c) => {
         const canvas = c.canvas;
@@ -148,7 +149,8 @@ describe('evenlb sim', () => {
       const rows = await page.locator('#summary tbody tr').count();
       expect(errors).toEqual([]);
       expect(requests).toEqual([]);
-      expect(charts).toHaveLength(3);
+      // Shares, the new pods' share after ready, and one timeline per dataplane.
+      expect(charts).toHaveLength(4);
       for (const c of charts) {
         expect(c.width).toBeGreaterThan(100);
         expect(c.painted).toBeGreaterThan(1000);

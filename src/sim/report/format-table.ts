@@ -73,6 +73,36 @@ export function describeSettings(s: Scenario): string[] {
   return [parts.join('; '), second.join('; ')];
 }
 
+/** The new pods' share per bucket after ready, × fair share, one line per dataplane (none without new pods). */
+function rampLines(report: SimReport): string[] {
+  const ramps = report.results.filter((r) => r.newPodsOverFair !== null && r.newPodsOverFair.overFair.length > 0);
+  if (ramps.length === 0) return [];
+  const bucket = seconds(ramps[0]?.newPodsOverFair?.bucketMs ?? 0);
+  const width = Math.max(...ramps.map((r) => r.dataplane.length));
+  const lines = [
+    '',
+    `new pods' share in each ${bucket} after ready (× fair share; above 1: a herd, below: not yet reached):`,
+  ];
+  for (const r of ramps) {
+    const cells = (r.newPodsOverFair?.overFair ?? []).map((v) => fixed(v, 2).padStart(5));
+    lines.push(`${r.dataplane.padEnd(width)}  ${cells.join(' ')}`);
+  }
+  return lines;
+}
+
+/** Per-zone shares and the cross-zone fraction, one line per dataplane (none without zones). */
+function zoneLines(report: SimReport): string[] {
+  const zoned = report.results.filter((r) => r.zones !== null);
+  if (zoned.length === 0) return [];
+  const width = Math.max(...zoned.map((r) => r.dataplane.length));
+  const lines = ['', 'zones (share of requests, measured pods) and requests served across zones:'];
+  for (const r of zoned) {
+    const zones = (r.zones ?? []).map((z) => `${z.zone} ${fixed(z.share * 100, 1)}% (${z.pods})`).join(', ');
+    lines.push(`${r.dataplane.padEnd(width)}  ${zones}; cross-zone ${fixed((r.crossZone ?? 0) * 100, 1)}%`);
+  }
+  return lines;
+}
+
 /**
  * Renders the report as an aligned text table (with a trailing newline).
  *
@@ -95,7 +125,16 @@ export function formatTable(report: SimReport): string {
   const podNames = first === undefined ? [] : first.pods.filter((p) => p.measured).map((p) => p.name);
   const perPod = podNames.length <= MAX_POD_COLUMNS;
   const multiTrial = report.trials > 1;
-  const header = ['dataplane', 'max/mean', ...(multiTrial ? ['sd'] : []), 'CoV', 'Jain', 'new pods 90%', 'p99 ms'];
+  const header = [
+    'dataplane',
+    'max/mean',
+    ...(multiTrial ? ['sd'] : []),
+    'CoV',
+    'Jain',
+    'new pods 90%',
+    'p99 ms',
+    'reconn/min',
+  ];
   const podHeader = perPod ? podNames : ['min', 'median', 'max'];
   const rows: string[][] = [];
   let hashFootnote = false;
@@ -115,6 +154,7 @@ export function formatTable(report: SimReport): string {
       fixed(r.jain, 2),
       fairShare(r),
       r.latencyMs === null ? '-' : fixed(r.latencyMs.p99, 1),
+      r.reconnectsPerMinute === null ? '-' : fixed(r.reconnectsPerMinute, 1),
       ...podCells,
     ]);
   }
@@ -132,11 +172,15 @@ export function formatTable(report: SimReport): string {
   lines.push(`${' '.repeat(header.map((_, c) => (widths[c] ?? 0) + 2).reduce((a, b) => a + b, 0))}${podTitle}`);
   lines.push(render(all[0] as string[]));
   for (const row of rows) lines.push(render(row));
+  lines.push(...rampLines(report), ...zoneLines(report));
   lines.push('');
   lines.push(
     'max/mean: busiest pod over the mean (1 = even); CoV: coefficient of variation; Jain: fairness index (1 = even);',
   );
-  lines.push('new pods 90%: time from the first new pod being ready until new pods took 90% of their fair share.');
+  lines.push('new pods 90%: time from the first new pod being ready until new pods took 90% of their fair share;');
+  lines.push(
+    'reconn/min: connections dialled in the window per minute (- : per-request dataplane, no connections modelled).',
+  );
   if (hashFootnote) {
     lines.push(
       '* hash policy: maps request keys to pods (affinity); its spread follows the keys and the hash table, not the load.',
