@@ -2,8 +2,8 @@
  * Regression guard for the engine: every built-in scenario, shortened, through every
  * dataplane, must give the figures recorded in `golden/summaries.json` for the same seed —
  * captured before the engine grew balancer fleets, discovery lag, zones and the large-scale
- * paths. With one balancer per client (or one shared) and no discovery lag, nothing about
- * those may change a single number. Fields added to the report later are not compared;
+ * paths (and, for the evenlb policies, with one shared balancer: M = 1). With one balancer per
+ * client, or M = 1, and no discovery lag, nothing about those may change a single number. Fields added to the report later are not compared;
  * the recorded ones must match exactly. `EVENLB_UPDATE_GOLDEN=1` rewrites the file (only
  * for a deliberate, explained change of the model).
  */
@@ -29,8 +29,10 @@ const cases: { scenario: string; knobs: ScenarioKnobs }[] = [
 
 type Summary = Record<string, unknown>;
 
-function summarise(scenario: string, knobs: ScenarioKnobs): Summary {
-  const dataplanes = listDataplanes().map((d) => d.name);
+function summarise(scenario: string, knobs: ScenarioKnobs, only?: (name: string) => boolean): Summary {
+  const dataplanes = listDataplanes()
+    .map((d) => d.name)
+    .filter((name) => only === undefined || only(name));
   const report = runBuiltin(scenario, dataplanes, knobs, 7);
   return JSON.parse(
     JSON.stringify({
@@ -70,6 +72,17 @@ describe('golden figures of the built-in scenarios (seed 7)', () => {
       expect(expected, `golden file lacks ${c.scenario}`).toBeDefined();
       const actual = summarise(c.scenario, c.knobs);
       expect(restrict(actual, expected)).toEqual(expected);
+    });
+    // One balancer (M = 1, no discovery lag): the figures the simulator gave with one shared
+    // balancer before fleets existed (recorded from that version's source).
+    it(`${c.scenario}: M = 1 balancer gives the figures of the former shared balancer, for every evenlb policy`, () => {
+      const expected = golden[`${c.scenario} (one shared balancer)`];
+      expect(expected, `golden file lacks ${c.scenario} (one shared balancer)`).toBeDefined();
+      const evenlb = (name: string) => name.startsWith('evenlb:');
+      for (const knobs of [{ balancers: 1 }, { balancerScope: 'shared' as const }]) {
+        const actual = summarise(c.scenario, { ...c.knobs, ...knobs }, evenlb);
+        expect(restrict(actual, expected)).toEqual(expected);
+      }
     });
   }
 });
