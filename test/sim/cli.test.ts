@@ -191,6 +191,8 @@ describe('evenlb sim', () => {
       'heterogeneous-durations',
       'webhook-burst',
       'random-connections',
+      'fleet-scale-out',
+      'zone-skew',
     ]) {
       expect(r.stdout).toContain(s);
     }
@@ -217,6 +219,11 @@ describe('evenlb sim', () => {
     {
       args: ['--scenario', 'steady', '--dataplanes', 'iptables,ipvs-wrr'],
       message: /unknown dataplane "ipvs-wrr"; known dataplanes: iptables, nftables/,
+    },
+    { args: ['--scenario', 'steady', '--balancers', '0'], message: /--balancers <M>.*expected an integer between 1/ },
+    {
+      args: ['--scenario', 'steady', '--discovery-spread', 'soon'],
+      message: /--discovery-spread.*expected a duration like 500ms/,
     },
     {
       args: ['--scenario', 'steady', '--scale-to', '8'],
