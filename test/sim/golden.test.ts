@@ -3,10 +3,10 @@
  * dataplane, must give the figures recorded in `golden/summaries.json` for the same seed —
  * captured before the engine grew balancer fleets, discovery lag, zones and the large-scale
  * paths (and, for the evenlb policies, with one shared balancer: M = 1). With one balancer per
- * client, or M = 1, and no discovery lag, nothing about those may change a single number. Fields added to the report later are not compared;
- * the recorded ones must match exactly. `EVENLB_UPDATE_GOLDEN=1` rewrites the file (then
- * `npx biome check --write` it; only
- * for a deliberate, explained change of the model).
+ * client, or M = 1, and no discovery lag, nothing about those may change a single number.
+ * Fields added to the report later are not compared; the recorded ones must match exactly.
+ * `EVENLB_UPDATE_GOLDEN=1` rewrites the file (then `npx biome check --write` it) — only for a
+ * deliberate, explained change of the model.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
