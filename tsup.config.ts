@@ -4,6 +4,7 @@ export default defineConfig({
   entry: {
     index: 'src/index.ts',
     'server/index': 'src/server/index.ts',
+    'grpc/index': 'src/grpc/index.ts',
     'cli/main': 'src/cli/main.ts',
     'demo/pod': 'src/demo/pod-main.ts',
     'demo/load': 'src/demo/load-main.ts',
@@ -12,7 +13,9 @@ export default defineConfig({
   format: ['esm'],
   target: 'node20',
   platform: 'node',
-  dts: { entry: { index: 'src/index.ts', 'server/index': 'src/server/index.ts' } },
+  dts: {
+    entry: { index: 'src/index.ts', 'server/index': 'src/server/index.ts', 'grpc/index': 'src/grpc/index.ts' },
+  },
   sourcemap: true,
   clean: true,
   splitting: true,

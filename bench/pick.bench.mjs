@@ -15,6 +15,7 @@ import {
   EndpointSet,
   ensureBuiltinPolicies,
   getPolicy,
+  ManualClock,
   registeredPolicies,
   SeededRandom,
   systemClock,
@@ -213,6 +214,70 @@ for (const policy of policies) {
 process.stdout.write(`\npicker build time at 10,000 endpoints (median and best of ${BUILD_ROUNDS})\n`);
 printTable(buildRows);
 
+// Slow start in progress: 100 of 1,000 endpoints just became ready (a 60 s window, 0.5 s in), so
+// policies that follow weights pick from the shaped (non-uniform) weights. The clock is manual so
+// the ramp holds still while picks are timed. Also the cost of one refresh tick (re-plan and
+// republish) at 1,000 and 10,000 endpoints while a ramp runs.
+const rampRows = [];
+const rampResults = [];
+for (const policy of policies.filter((p) => p.kind === 'load' && !p.ignoresWeights)) {
+  const clock = new ManualClock();
+  const random = new SeededRandom(42);
+  const balancer = new Balancer({ policy: policy.name, clock, random, slowStart: { windowMs: 60_000 } });
+  const all = endpointSet(1000);
+  balancer.update(new EndpointSet(all.endpoints.slice(0, 900)));
+  balancer.update(all);
+  clock.advance(500);
+  withLoad(balancer, random);
+  const ns = nsPerPick(balancer.picker, false);
+  const bytes = bytesPerPick(balancer.picker, false);
+  const ticks = [];
+  for (const n of [1000, 10_000]) {
+    const c = new ManualClock();
+    const b = new Balancer({
+      policy: policy.name,
+      clock: c,
+      random: new SeededRandom(1),
+      slowStart: { windowMs: 600_000 },
+    });
+    const set = endpointSet(n);
+    b.update(new EndpointSet(set.endpoints.slice(0, n - n / 10)));
+    b.update(set);
+    const samples = [];
+    for (let r = 0; r < 7; r++) {
+      const t0 = process.hrtime.bigint();
+      c.advance(250);
+      samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+    samples.sort((a, b) => a - b);
+    ticks.push(samples[3]);
+    b.close();
+  }
+  balancer.close();
+  rampRows.push({
+    policy: policy.name,
+    endpoints: 1000,
+    'ns/pick': ns.median,
+    'best ns': ns.best,
+    'bytes/pick': bytes,
+    'tick ms @1k': ticks[0],
+    'tick ms @10k': ticks[1],
+  });
+  rampResults.push({
+    policy: policy.name,
+    endpoints: 1000,
+    nsPerPick: ns.median,
+    bestNsPerPick: ns.best,
+    bytesPerPick: bytes,
+    tickMs1000: ticks[0],
+    tickMs10000: ticks[1],
+  });
+}
+process.stdout.write(
+  '\nduring a slow-start ramp (100 of 1,000 endpoints ramping): pick() cost, and one refresh tick\n',
+);
+printTable(rampRows);
+
 const at1000 = results.filter((r) => r.endpoints === 1000 && r.policy !== 'baseline');
 const slowest = at1000.reduce((a, b) => (b.nsPerPick > a.nsPerPick ? b : a));
 process.stdout.write(
@@ -234,6 +299,7 @@ writeResult('pick', {
   memoryPicks: MEMORY_PICKS,
   picks: results,
   weightedPicks: weightedResults,
+  rampPicks: rampResults,
   builds,
   sink: sink % 2,
 });

@@ -1,24 +1,103 @@
 /**
  * evenlb — even load across Kubernetes pods, whatever the connections do.
  *
- * The public API: the core vocabulary (endpoints, endpoint sets, target URIs, feature gates,
- * clock and random), the balancing engine, connection lifetime policy, and (as they land)
- * the BalancedAgent client, endpoint sources and the proxy.
+ * The public API, chosen name by name: what users program against — the balancing clients
+ * (`BalancedAgent`, `createHttpAgent`, `createWebhookClient`) and the `Cluster` under them,
+ * endpoint sources and their factory registry, the `Balancer` and the policy registry, errors
+ * and their codes, feature gates, clock and random (to make tests deterministic), the proxy
+ * server and its config loader, and the metric names. Everything else (pools, handlers,
+ * option specs, parsers) is internal and may change without notice.
+ *
+ * `etc/evenlb.api.txt` lists every exported name; `test/api/public-api.test.ts` fails when this
+ * file and that report disagree, so each change of the API shows up in review. The connection
+ * recycler has its own entry point, `evenlb/server`.
  */
-export * from './balancing/index.js';
-export * from './balancing/outlier-detector.js';
-export * from './client/index.js';
-export * from './cluster/index.js';
-export * from './core/index.js';
-export * from './discovery/create-endpoint-source.js';
-export * from './discovery/dns-endpoint-source.js';
-export * from './discovery/file-endpoint-source.js';
-export * from './discovery/index.js';
-export * from './metrics/client-metrics.js';
-export * from './metrics/imbalance.js';
+
+// ---- Balancing engine and policy registry ----
+export { Balancer, type BalancerOptions } from './balancing/balancer.js';
+export { EndpointLoad, type LoadOptions } from './balancing/endpoint-load.js';
+export type { OutlierDetectionOptions } from './balancing/outlier-detector.js';
+export type { PickContext, Picked, Picker, PickResult, TrackedEndpoint } from './balancing/picker.js';
+export { ensureBuiltinPolicies } from './balancing/policies/index.js';
+export {
+  type BalancingPolicy,
+  getPolicy,
+  type PickerBuilder,
+  type PolicyEnv,
+  registeredPolicies,
+  registerPolicy,
+} from './balancing/policy.js';
+// ---- Balancing clients ----
+export { BalancedAgent, type BalancedAgentOptions, type BalancedAgentStats } from './client/balanced-agent.js';
+export { type BalancedHttpAgent, type BalancedHttpAgentOptions, createHttpAgent } from './client/http-agent.js';
+export type { RouteSpec, RoutingOptions, RoutingStats } from './client/route-table.js';
+export {
+  createWebhookClient,
+  type WebhookCallOptions,
+  type WebhookClient,
+  type WebhookClientConfig,
+  type WebhookClientOptions,
+} from './client/webhook-client.js';
+export type { Attempt, AttemptRequest } from './cluster/attempt.js';
+export { Cluster, type RequestTicket } from './cluster/cluster.js';
+export type {
+  ClusterObserver,
+  ClusterOptions,
+  ClusterSettings,
+  ClusterTlsOptions,
+  RequestOutcome,
+} from './cluster/cluster-options.js';
+export type { ClusterStats, EndpointState, EndpointStats } from './cluster/cluster-stats.js';
+export type { AttemptFailure, RetryReason } from './cluster/retry-policy.js';
+// ---- Errors, feature gates, time and randomness ----
+export { type Clock, ManualClock, systemClock, type TimerHandle } from './core/clock.js';
+// ---- Endpoints and discovery ----
+export { createEndpoint, type Endpoint, type EndpointConditions, type EndpointInput } from './core/endpoint.js';
+export { EndpointSet, type EndpointSetDiff } from './core/endpoint-set.js';
+export { type ErrorCode, ErrorCodes, EvenlbError, isEvenlbError } from './core/errors.js';
+export { type FeatureGateName, FeatureGates, knownFeatureGates } from './core/feature-gates.js';
+export { createRandom, type Random, SeededRandom } from './core/random.js';
+export { parseTarget, type Target, type TargetScheme } from './core/target.js';
+export {
+  createEndpointSource,
+  type EndpointSourceFactory,
+  type EndpointSourceOptions,
+  registerEndpointSourceFactory,
+} from './discovery/create-endpoint-source.js';
+export { DnsEndpointSource, type DnsEndpointSourceOptions } from './discovery/dns-endpoint-source.js';
+export {
+  BaseEndpointSource,
+  type DiscoverySnapshot,
+  type DiscoveryStatus,
+  type EndpointSource,
+} from './discovery/endpoint-source.js';
+export {
+  type DiscoveryLogger,
+  FileEndpointSource,
+  type FileEndpointSourceOptions,
+} from './discovery/file-endpoint-source.js';
+// Also registers the k8s:/// scheme with createEndpointSource.
+export {
+  createKubernetesEndpointSource,
+  KubernetesEndpointSource,
+  type KubernetesSourceOptions,
+} from './discovery/kubernetes/index.js';
+export { StaticEndpointSource } from './discovery/static-endpoint-source.js';
+// ---- Metrics ----
+export { clientMetricNames, type MetricsRegistry } from './metrics/client-metrics.js';
+export { type Imbalance, imbalance } from './metrics/imbalance.js';
 export { proxyMetricNames } from './metrics/proxy-metrics.js';
-export * from './pool/endpoint-pool.js';
-export * from './pool/h2-session-pool.js';
-export * from './pool/lifetime-policy.js';
-export * from './proxy/index.js';
+export type { CloseReason, LifetimeOptions } from './pool/lifetime-policy.js';
+
+// ---- The proxy ----
+export {
+  type ClusterConfig,
+  type ListenerConfig,
+  loadProxyConfigFile,
+  type ProxyConfig,
+  type ProxyOptions,
+  ProxyServer,
+  parseProxyConfig,
+  type RouteConfig,
+} from './proxy/index.js';
 export { version } from './version.js';

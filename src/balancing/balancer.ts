@@ -3,10 +3,17 @@
  * detector's ejections), keeps the load records, and publishes a fresh immutable `Picker`
  * whenever what may be picked changes. The client, the proxy and the simulator all balance
  * through this class.
+ *
+ * Weights that move with time — slow start, the herding guard, zone preference (see
+ * `shaping/weight-shaper.ts`) — are applied here, not in pickers: while any of them is moving
+ * the Balancer re-plans on a coarse tick (`weightRefreshMs`) and publishes a new picker only
+ * when a weight changed, so `pick()` stays synchronous, clock-free and allocation-free.
  */
-import { type Clock, systemClock } from '../core/clock.js';
+import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
+import type { Endpoint } from '../core/endpoint.js';
 import { EndpointSet, type EndpointSetDiff } from '../core/endpoint-set.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
+import { optionError } from '../core/options.js';
 import { createRandom, type Random } from '../core/random.js';
 import { type LoadOptions, LoadTracker, parseLoadOptions } from './endpoint-load.js';
 import {
@@ -20,6 +27,24 @@ import {
 } from './picker.js';
 import { ensureBuiltinPolicies } from './policies/index.js';
 import { type BalancingPolicy, getPolicy, type PickerBuilder } from './policy.js';
+import { type HerdingGuardOptions, parseHerdingGuardOptions } from './shaping/herding-guard.js';
+import { parseSlowStartOptions, type SlowStartOptions } from './shaping/slow-start.js';
+import { type ShapedEndpoint, WeightShaper } from './shaping/weight-shaper.js';
+import { parseZoneRoutingOptions, type ZoneRoutingOptions, type ZoneRoutingState } from './shaping/zone-preference.js';
+
+/** Default `BalancerOptions.weightRefreshMs`. */
+const DEFAULT_WEIGHT_REFRESH_MS = 250;
+
+/** Per-endpoint weights as the current picker uses them (stats and metrics). */
+export interface EndpointWeightState {
+  readonly key: string;
+  /** Effective relative weight in the current picker; 0 when zone preference leaves it out. */
+  readonly weight: number;
+  /** Slow-start multiplier, (0, 1]; 1 when not ramping. */
+  readonly slowStart: number;
+  /** True while the herding guard holds its draw weight down. */
+  readonly guarded: boolean;
+}
 
 export interface BalancerOptions {
   /** A registered policy name; default `least-request`. */
@@ -35,8 +60,19 @@ export interface BalancerOptions {
    * `decayMs`) applies them here; setting the same field differently in both places is an error.
    */
   readonly loadOptions?: Partial<LoadOptions>;
-  /** Share load records with another component (the simulator does). */
+  /**
+   * Share another tracker's load records instead of creating one (two balancers over the same
+   * endpoints see one load signal). The policy's declared load options must match its options.
+   */
   readonly loads?: LoadTracker;
+  /** Slow start for newly ready endpoints (`windowMs` 0, the default, is off). */
+  readonly slowStart?: Partial<SlowStartOptions>;
+  /** Herding guard for `least-request` / `peak-ewma`; on by default, `false` switches it off. */
+  readonly herdingGuard?: Partial<HerdingGuardOptions> | false;
+  /** Load-aware zone preference; inactive unless the caller's zone is known. */
+  readonly zoneRouting?: Partial<ZoneRoutingOptions>;
+  /** How often moving weights (ramps, guards, zone spill) are re-planned, ms; default 250. */
+  readonly weightRefreshMs?: number;
 }
 
 /**
@@ -116,6 +152,13 @@ export class Balancer {
   #ejected: ReadonlySet<string> = new Set();
   #picker: Picker = new PublishedPicker([], undefined, 'no-endpoints');
   readonly #listeners = new Set<(picker: Picker) => void>();
+  readonly #clock: Clock;
+  readonly #shaper: WeightShaper;
+  readonly #refreshMs: number;
+  #kept: readonly Endpoint[] = [];
+  #plan: readonly ShapedEndpoint[] = [];
+  #timer: TimerHandle | undefined;
+  #closed = false;
 
   constructor(options: BalancerOptions = {}) {
     ensureBuiltinPolicies();
@@ -136,6 +179,22 @@ export class Balancer {
       this.loads = options.loads;
     }
     this.#builder = this.policy.create(parsed, { clock, random: options.random ?? createRandom() });
+    this.#clock = clock;
+    const refresh = options.weightRefreshMs ?? DEFAULT_WEIGHT_REFRESH_MS;
+    if (typeof refresh !== 'number' || !Number.isFinite(refresh) || refresh < 1) {
+      throw optionError('Balancer', 'weightRefreshMs', 'a finite number >= 1', refresh);
+    }
+    this.#refreshMs = refresh;
+    this.#shaper = new WeightShaper(
+      {
+        slowStart: parseSlowStartOptions(options.slowStart, 'Balancer slowStart'),
+        herdingGuard: parseHerdingGuardOptions(options.herdingGuard, 'Balancer herdingGuard'),
+        zoneRouting: parseZoneRoutingOptions(options.zoneRouting, 'Balancer zoneRouting'),
+        choiceCount: this.policy.choiceCount?.(parsed),
+        followsWeights: this.policy.kind === 'load' && this.policy.ignoresWeights !== true,
+      },
+      clock,
+    );
   }
 
   /** The current immutable picker. Read it per request; it is replaced on every change. */
@@ -166,6 +225,28 @@ export class Balancer {
     this.#rebuild();
   }
 
+  /** Each picked endpoint's effective weight, slow-start multiplier and guard state. */
+  weights(): readonly EndpointWeightState[] {
+    return this.#plan.map((s) => ({
+      key: s.endpoint.key,
+      weight: s.weight,
+      slowStart: s.slowStart,
+      guarded: s.guarded,
+    }));
+  }
+
+  /** What zone preference decided (caller's zone, spill, local and fleet load). */
+  zoneState(): ZoneRoutingState {
+    return this.#shaper.zoneState();
+  }
+
+  /** Stops the weight refresh tick; idempotent. The current picker stays usable. */
+  close(): void {
+    this.#closed = true;
+    this.#timer?.cancel();
+    this.#timer = undefined;
+  }
+
   /** Calls `listener` with every newly published picker; returns an unsubscribe function. */
   onPicker(listener: (picker: Picker) => void): () => void {
     this.#listeners.add(listener);
@@ -175,15 +256,53 @@ export class Balancer {
   #rebuild(): void {
     const eligible = this.#set.eligible();
     const kept = this.#ejected.size === 0 ? eligible : eligible.filter((e) => !this.#ejected.has(e.key));
+    this.#kept = kept;
+    this.#shaper.track(this.#set, eligible, kept, this.loads);
+    this.#publish(this.#shaper.plan(kept, this.loads));
+    this.#schedule();
+  }
+
+  #publish(plan: readonly ShapedEndpoint[]): void {
+    this.#plan = plan;
+    const eligible = this.#set.eligible();
     let none: NoneReason = 'no-endpoints';
     if (this.#set.size > 0) none = eligible.length === 0 ? 'none-ready' : 'all-ejected';
-    const tracked: TrackedEndpoint[] = kept.map((endpoint) => {
+    const tracked: TrackedEndpoint[] = plan.map(({ endpoint, weight }) => {
       const load = this.loads.get(endpoint.key);
-      return Object.freeze({ endpoint, load, result: Object.freeze({ type: 'picked' as const, endpoint, load }) });
+      return Object.freeze({
+        endpoint,
+        weight,
+        load,
+        result: Object.freeze({ type: 'picked' as const, endpoint, load }),
+      });
     });
     Object.freeze(tracked);
     const fn = tracked.length > 0 ? this.#builder.build(tracked) : undefined;
     this.#picker = new PublishedPicker(tracked, fn, none);
     for (const listener of this.#listeners) listener(this.#picker);
   }
+
+  /** Arms the refresh tick while weights move with time. */
+  #schedule(): void {
+    if (this.#closed || this.#timer !== undefined || !this.#shaper.moving) return;
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined;
+      if (this.#closed) return;
+      this.#shaper.step(this.#kept, this.loads);
+      const plan = this.#shaper.plan(this.#kept, this.loads);
+      if (!samePlan(plan, this.#plan)) this.#publish(plan);
+      this.#schedule();
+    }, this.#refreshMs);
+  }
+}
+
+/** True when two plans list the same endpoints with the same weights (a relative change below 0.1% is none). */
+function samePlan(a: readonly ShapedEndpoint[], b: readonly ShapedEndpoint[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as ShapedEndpoint;
+    const y = b[i] as ShapedEndpoint;
+    if (x.endpoint !== y.endpoint || Math.abs(x.weight - y.weight) > 1e-3 * Math.max(x.weight, y.weight)) return false;
+  }
+  return true;
 }

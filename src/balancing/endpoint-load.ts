@@ -39,6 +39,9 @@ export function parseLoadOptions(input: Partial<LoadOptions> | undefined, compon
   return parseOptions(component, input, loadOptionsSpec);
 }
 
+/** Weight of one observation in `EndpointLoad.averageMs`. */
+const AVERAGE_WEIGHT = 1 / 16;
+
 export class EndpointLoad {
   readonly key: string;
   /** Requests started and not yet ended. */
@@ -55,6 +58,8 @@ export class EndpointLoad {
   readonly #decayMs: number;
   #rttMs: number;
   #stampMs: number;
+  #averageMs = 0;
+  #observations = 0;
 
   constructor(key: string, clock: Clock, options: LoadOptions = defaultLoadOptions) {
     this.key = key;
@@ -88,8 +93,10 @@ export class EndpointLoad {
     }
   }
 
-  /** Feeds one latency observation (ms) into the peak EWMA. */
+  /** Feeds one latency observation (ms) into the peak EWMA and the plain average. */
   observe(rttMs: number, now = this.#clock.now()): void {
+    this.#averageMs = this.#observations === 0 ? rttMs : this.#averageMs + (rttMs - this.#averageMs) * AVERAGE_WEIGHT;
+    this.#observations++;
     const current = this.latencyMs(now);
     if (rttMs > current) {
       this.#rttMs = rttMs;
@@ -98,6 +105,30 @@ export class EndpointLoad {
       this.#rttMs = current * w + rttMs * (1 - w);
     }
     this.#stampMs = now;
+  }
+
+  /**
+   * Sets the starting estimate of a record that has observed nothing yet (the herding guard
+   * seeds it with the fleet's typical latency); ignored once a latency was observed.
+   */
+  seed(rttMs: number, now = this.#clock.now()): void {
+    if (this.#observations > 0 || !(rttMs > 0)) return;
+    this.#rttMs = rttMs;
+    this.#stampMs = now;
+  }
+
+  /** Latencies observed, ever. */
+  get observations(): number {
+    return this.#observations;
+  }
+
+  /**
+   * A plain exponentially weighted mean of observed latencies (ms; each observation weighs
+   * 1/16), without peak sensitivity or decay: comparable across endpoints whatever their
+   * traffic (zone load). 0 before the first observation.
+   */
+  get averageMs(): number {
+    return this.#averageMs;
   }
 
   /** The estimate (ms) as of the last observation, before any decay since. */

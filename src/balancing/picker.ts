@@ -25,6 +25,11 @@ export interface PickContext {
 /** An eligible endpoint with its load record and its preallocated pick result. */
 export interface TrackedEndpoint {
   readonly endpoint: Endpoint;
+  /**
+   * The weight the policy uses: the endpoint's own weight, shaped by the `Balancer` (slow
+   * start, herding guard, zone preference) for policies that follow weights.
+   */
+  readonly weight: number;
   readonly load: EndpointLoad;
   readonly result: Picked;
 }

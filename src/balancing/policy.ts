@@ -47,6 +47,11 @@ export interface BalancingPolicy<O = unknown> {
    * caller actually set are returned, so defaults never conflict with `BalancerOptions.loadOptions`.
    */
   loadOptions?(options: O): Partial<LoadOptions>;
+  /**
+   * For "power of d choices" policies: how many candidates a pick compares (d). A policy that
+   * declares it compares load signals, so the `Balancer`'s herding guard applies to it.
+   */
+  choiceCount?(options: O): number;
 }
 
 const registry = new Map<string, BalancingPolicy>();

@@ -10,7 +10,7 @@ import { type Command, InvalidArgumentError } from 'commander';
 import { isEvenlbError } from '../core/errors.js';
 import { parseDemoOptions } from '../demo/demo-options.js';
 import { netfilterApi } from '../demo/netfilter-dataplane.js';
-import { PHASE_IDS } from '../demo/phases.js';
+import { DEFAULT_PHASE_IDS, PHASE_IDS } from '../demo/phases.js';
 import { runDemo } from '../demo/run-demo.js';
 
 function integer(name: string) {
@@ -74,13 +74,15 @@ export function registerDemoCommand(program: Command): void {
         '(evenlb client, proxy, recycler), with a scale-out and a rolling restart per phase',
     )
     .option('--pods <n>', 'pods before the scale-out', integer('--pods'), 4)
-    .option('--clients <n>', 'long-lived clients', integer('--clients'), 8)
+    .option('--clients <n>', 'long-lived clients', integer('--clients'), 20)
     .option('--duration <time>', 'length of each phase (12s, 800ms, 1m)', parseDurationMs, 11_000)
-    .option('--rate <rps>', 'requests per second per client', positiveNumber('--rate'), 200)
+    .option('--rate <rps>', 'requests per second per client', positiveNumber('--rate'), 80)
     .option('--seed <n>', 'seed for the clients and balancers', integer('--seed'), 1)
     .option('--output <file>', 'HTML report path', 'demo-report.html')
     .option('--json <file>', 'write machine-readable results to this file')
-    .option('--phases <list>', `phases to run, comma-separated (${PHASE_IDS.join(',')})`, phaseList, [...PHASE_IDS])
+    .option('--phases <list>', `phases to run, comma-separated (${PHASE_IDS.join(',')})`, phaseList, [
+      ...DEFAULT_PHASE_IDS,
+    ])
     .option(
       '--dataplane <name>',
       'loopback, or netfilter (Linux, root: pinned and recycler phases through kube-proxy iptables rules in a netns)',

@@ -8,6 +8,7 @@ import { Command, CommanderError } from 'commander';
 import '../discovery/kubernetes/index.js';
 import { version } from '../version.js';
 import { registerDemoCommand } from './demo.js';
+import { registerDoctorCommand } from './doctor.js';
 import { registerProxyCommand } from './proxy.js';
 import { registerSimCommand } from './sim.js';
 
@@ -18,6 +19,7 @@ export function createProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerDemoCommand(program);
+  registerDoctorCommand(program);
   registerProxyCommand(program);
   registerSimCommand(program);
   return program;

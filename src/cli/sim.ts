@@ -92,6 +92,18 @@ function list(value: string): string[] {
   return items;
 }
 
+/** A comma-separated list of numbers >= 0 (`4,4,3`; integers only when `integers`). */
+function numberList(integers: boolean) {
+  return (value: string): number[] =>
+    list(value).map((item) => {
+      const n = Number(item);
+      if (!Number.isFinite(n) || n < 0 || (integers && !Number.isInteger(n))) {
+        throw new InvalidArgumentError(`expected a comma-separated list of ${integers ? 'integers' : 'numbers'} >= 0.`);
+      }
+      return n;
+    });
+}
+
 interface SimFlags {
   scenario?: string;
   scenarioFile?: string;
@@ -114,6 +126,7 @@ interface SimFlags {
   maxRequests?: number;
   serverMaxAge?: number;
   serverMaxRequests?: number;
+  serverFairShare?: number | true;
   maxSurge?: number | string;
   maxUnavailable?: number | string;
   scaleTo?: number;
@@ -121,6 +134,11 @@ interface SimFlags {
   balancerScope?: 'client' | 'shared';
   balancers?: number;
   discoverySpread?: number;
+  slowStart?: number;
+  herdingGuard?: boolean;
+  podZones?: number[];
+  clientZones?: number[];
+  zoneRouting?: 'off' | 'on';
   json?: boolean;
   jsonSeries?: boolean;
   html?: string;
@@ -147,6 +165,8 @@ function knobsFrom(f: SimFlags): ScenarioKnobs {
   if (f.maxRequests !== undefined) k.maxRequestsPerConnection = f.maxRequests;
   if (f.serverMaxAge !== undefined) k.serverMaxConnectionAgeMs = f.serverMaxAge;
   if (f.serverMaxRequests !== undefined) k.serverMaxRequestsPerConnection = f.serverMaxRequests;
+  if (f.serverFairShare !== undefined)
+    k.serverFairShareTolerance = f.serverFairShare === true ? 0.1 : f.serverFairShare;
   if (f.maxSurge !== undefined) k.maxSurge = f.maxSurge;
   if (f.maxUnavailable !== undefined) k.maxUnavailable = f.maxUnavailable;
   if (f.scaleTo !== undefined) k.scaleTo = f.scaleTo;
@@ -154,6 +174,11 @@ function knobsFrom(f: SimFlags): ScenarioKnobs {
   if (f.balancerScope !== undefined) k.balancerScope = f.balancerScope;
   if (f.balancers !== undefined) k.balancers = f.balancers;
   if (f.discoverySpread !== undefined) k.discoverySpreadMs = f.discoverySpread;
+  if (f.slowStart !== undefined) k.slowStartMs = f.slowStart;
+  if (f.herdingGuard === false) k.herdingGuard = false;
+  if (f.podZones !== undefined) k.podZones = f.podZones;
+  if (f.clientZones !== undefined) k.clientZones = f.clientZones;
+  if (f.zoneRouting !== undefined) k.zoneRouting = f.zoneRouting;
   return k;
 }
 
@@ -286,6 +311,11 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
     .option('--max-requests <N>', 'client: reconnect after N requests on a connection', integer(1))
     .option('--server-max-age <d>', 'server recycling: close connections at this age', parseDuration)
     .option('--server-max-requests <N>', 'server recycling: close connections after N requests', integer(1))
+    .option(
+      '--server-fair-share [tolerance]',
+      'server: shed connections only above the fleet mean × (1 + tolerance), default 0.1',
+      fraction(10),
+    )
     .option('--max-surge <n>', 'rolling update maxSurge (integer or percentage)', intOrPercent)
     .option('--max-unavailable <n>', 'rolling update maxUnavailable (integer or percentage)', intOrPercent)
     .option('--scale-to <K>', 'pods after the scale event', integer(1, 100_000))
@@ -305,6 +335,11 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
     )
     .option('--json', 'print the result as JSON (schema in docs/sim.md): figures, per-pod shares, no time series')
     .option('--json-series', "print JSON with every pod's load over time (large: pods × buckets × dataplanes)")
+    .option('--slow-start <d>', 'evenlb: slow-start window for newly ready pods (e.g. 20s)', durationOrZero)
+    .option('--no-herding-guard', "evenlb: switch off least-request/peak-ewma's herding guard")
+    .option('--pod-zones <list>', 'pods per zone at the start, summing to the pod count, e.g. 4,4,3', numberList(true))
+    .option('--client-zones <list>', 'relative clients per zone, one per pod zone, e.g. 50,30,20', numberList(false))
+    .addOption(new Option('--zone-routing <mode>', 'evenlb: load-aware zone routing').choices(['off', 'on']))
     .option('--html <file>', 'also write a self-contained HTML report with charts')
     .option('--list', 'list scenarios and dataplanes')
     .option('--no-progress', 'no progress bar on stderr')

@@ -29,6 +29,7 @@ import { Agent, Dispatcher } from 'undici';
 import { type Cluster, failHandler } from '../cluster/cluster.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { opt, parseOptions } from '../core/options.js';
+import { Shutdown } from '../core/shutdown.js';
 import { RouteTable, type RoutingOptions, type RoutingStats, routingSpec } from './route-table.js';
 
 export interface BalancedAgentOptions extends RoutingOptions {
@@ -71,8 +72,7 @@ export class BalancedAgent extends Dispatcher {
   /** Origin string → cluster, or null for pass-through; a bounded cache in front of route lookup. */
   readonly #byOrigin = new Map<string, Cluster | null>();
   #passthrough: Dispatcher | undefined;
-  #closed = false;
-  #closing: Promise<void> | undefined;
+  readonly #shutdown = new Shutdown();
 
   constructor(options: BalancedAgentOptions = {}) {
     super();
@@ -84,7 +84,7 @@ export class BalancedAgent extends Dispatcher {
 
   /** Sends a request: through its route's cluster, or to the pass-through agent. */
   override dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    if (this.#closed) {
+    if (this.#shutdown.closed) {
       failHandler(handler, new EvenlbError(ErrorCodes.CLOSED, `BalancedAgent ${this.name} is closed`));
       return true;
     }
@@ -118,14 +118,23 @@ export class BalancedAgent extends Dispatcher {
     return this.#routes.stats();
   }
 
+  /**
+   * Graceful: new requests fail with `EVENLB_CLOSED`, in-flight ones finish, then every route's
+   * sockets close. Always settles (after TLS or connect failures too); idempotent.
+   */
   override close(): Promise<void>;
   override close(callback: () => void): void;
   override close(callback?: () => void): Promise<void> | void {
-    this.#closing ??= this.#shutdown(undefined);
-    if (callback === undefined) return this.#closing;
-    this.#closing.then(callback, callback);
+    const done = this.#shutdown.close(() => this.#stop(undefined));
+    if (callback === undefined) return done;
+    done.then(callback, callback);
   }
 
+  /**
+   * Abrupt: in-flight and queued requests fail with `err` (default `EVENLB_CLOSED`), sockets are
+   * destroyed; also settles a pending `close()` (escalating a shutdown stuck on a hung upstream).
+   * Idempotent.
+   */
   override destroy(): Promise<void>;
   override destroy(err: Error | null): Promise<void>;
   override destroy(callback: () => void): void;
@@ -136,9 +145,9 @@ export class BalancedAgent extends Dispatcher {
         ? new EvenlbError(ErrorCodes.CLOSED, `BalancedAgent ${this.name} was destroyed`)
         : a;
     const callback = typeof a === 'function' ? a : b;
-    this.#closing ??= this.#shutdown(err);
-    if (callback === undefined) return this.#closing;
-    this.#closing.then(callback, callback);
+    const done = this.#shutdown.destroy(() => this.#stop(err));
+    if (callback === undefined) return done;
+    done.then(callback, callback);
   }
 
   #resolve(origin: string): Cluster | null {
@@ -159,8 +168,7 @@ export class BalancedAgent extends Dispatcher {
     return this.#passthrough;
   }
 
-  async #shutdown(err: Error | undefined): Promise<void> {
-    this.#closed = true;
+  async #stop(err: Error | undefined): Promise<void> {
     const own = isDispatcher(this.#passthroughOption) ? undefined : this.#passthrough;
     await Promise.all([
       this.#routes.close(err, this),

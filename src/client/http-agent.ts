@@ -27,10 +27,13 @@ import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Cluster, RequestTicket } from '../cluster/cluster.js';
 import type { RequestOutcome } from '../cluster/cluster-options.js';
+import { classifyFailure, outcomeOf } from '../cluster/retry-policy.js';
+import { systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { opt, parseOptions } from '../core/options.js';
 import { createRandom } from '../core/random.js';
+import { Shutdown } from '../core/shutdown.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import { RouteTable, type RoutingOptions, type RoutingStats, routingSpec } from './route-table.js';
 
@@ -45,18 +48,18 @@ export interface BalancedHttpAgentOptions extends RoutingOptions {
 export interface BalancedHttpAgent extends http.Agent {
   /** Stats per route (connections are this agent's sockets). */
   stats(): RoutingStats;
-  /** Closes routes and sockets. */
+  /**
+   * Graceful: new requests fail with `EVENLB_CLOSED`, free sockets close now, busy ones when
+   * their response ends; resolves once this agent's routed sockets are closed. Idempotent.
+   */
   close(): Promise<void>;
+  /**
+   * Abrupt: every socket is destroyed (requests in flight fail with `err`), routes stop; also
+   * settles a pending `close()`. Idempotent. (Node's `Agent#destroy()`, made to keep the contract.)
+   */
+  destroy(err?: Error): Promise<void>;
 }
 
-const CONNECT_FAILURE = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ETIMEDOUT',
-  'EADDRNOTAVAIL',
-]);
 const kMeta = Symbol('evenlb.meta');
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -116,15 +119,15 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
     o.random ?? createRandom(),
     'createHttpAgent',
   );
-  const clockNow = () => (o.clock === undefined ? performance.now() : o.clock.now());
+  const clock = o.clock ?? systemClock;
+  const clockNow = () => clock.now();
 
   class Agent extends Base implements BalancedHttpAgent {
     readonly #routes: RouteTable;
     readonly #sockets = new Map<Cluster, Set<TrackedSocket>>();
     readonly #watched = new Set<Cluster>();
     readonly name: string;
-    #closed = false;
-    #closing: Promise<void> | undefined;
+    readonly #shutdown = new Shutdown();
 
     constructor() {
       super({
@@ -141,14 +144,8 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
       return this.#routes.stats();
     }
 
-    /**
-     * Graceful: new requests fail with `EVENLB_CLOSED`, free sockets close now, busy ones when
-     * their response ends; resolves once this agent's routed sockets are closed. Idempotent.
-     * (`destroy()` is Node's abrupt Agent#destroy.)
-     */
     close(): Promise<void> {
-      this.#closing ??= (async () => {
-        this.#closed = true;
+      return this.#shutdown.close(async () => {
         const open: Promise<unknown>[] = [];
         for (const set of this.#sockets.values()) {
           for (const s of set) {
@@ -160,12 +157,29 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
         for (const list of Object.values(this.freeSockets)) for (const s of list ?? []) s.destroy();
         await Promise.all(open);
         await this.#routes.close(undefined, this);
-      })();
-      return this.#closing;
+      });
+    }
+
+    override destroy(err?: Error): Promise<void> {
+      return this.#shutdown.destroy(async () => {
+        const error = err ?? new EvenlbError(ErrorCodes.CLOSED, `http agent ${this.name} was destroyed`);
+        const closed: Promise<unknown>[] = [];
+        const all = new Set<Socket>();
+        for (const set of this.#sockets.values()) for (const s of set) all.add(s);
+        for (const list of Object.values(this.sockets)) for (const s of list ?? []) all.add(s);
+        for (const list of Object.values(this.freeSockets)) for (const s of list ?? []) all.add(s);
+        for (const s of all) {
+          if (s.destroyed) continue;
+          closed.push(new Promise((resolve) => s.once('close', resolve)));
+          s.destroy(error);
+        }
+        super.destroy();
+        await Promise.all([...closed, this.#routes.close(error, this)]);
+      });
     }
 
     addRequest(req: http.ClientRequest, options: AgentOptionsWithMeta): void {
-      if (this.#closed) {
+      if (this.#shutdown.closed) {
         failRequest(req, new EvenlbError(ErrorCodes.CLOSED, `http agent ${this.name} is closed`));
         return;
       }
@@ -288,13 +302,9 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
         outcome = (res.statusCode ?? 0) >= 500 ? 'http-error' : 'success';
       });
       req.once('error', (err: NodeJS.ErrnoException) => {
-        if (outcome !== undefined) return;
-        outcome =
-          err.name === 'AbortError' || err.code === 'ABORT_ERR'
-            ? 'aborted'
-            : err.code !== undefined && CONNECT_FAILURE.has(err.code) && !req.reusedSocket
-              ? 'connect-failure'
-              : 'transport-error';
+        // The cluster's one classification; node:http cannot tell how much was written, so a
+        // connect-failure code on a fresh socket counts as a connect failure.
+        if (outcome === undefined) outcome = outcomeOf(classifyFailure(err, false, req.reusedSocket));
       });
       req.once('close', () => ticket.end(outcome ?? (req.destroyed ? 'aborted' : 'success')));
     }
@@ -330,7 +340,7 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
           },
           clockNow(),
         );
-        if (verdict.type === 'retire' || meta.retire || this.#closed) {
+        if (verdict.type === 'retire' || meta.retire || this.#shutdown.closed) {
           meta.retire = true;
           socket.destroy();
         }

@@ -27,6 +27,7 @@ import { clusterSettingsSpec, isEndpointSource } from '../cluster/cluster-option
 import { type Clock, systemClock } from '../core/clock.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
 import { opt, optionError, parseOptions } from '../core/options.js';
+import { Shutdown } from '../core/shutdown.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { BalancedAgent } from './balanced-agent.js';
 import { type RoutingOptions, type RoutingStats, routingSpec } from './route-table.js';
@@ -59,7 +60,13 @@ export interface WebhookClient {
   call<T = unknown>(review: unknown, options?: WebhookCallOptions): Promise<T>;
   /** Balancing stats (service webhooks; empty routes for URL webhooks). */
   stats(): RoutingStats;
+  /**
+   * Graceful: later calls fail with `EVENLB_CLOSED`, calls in flight finish, then sockets close.
+   * Always settles; idempotent.
+   */
   close(): Promise<void>;
+  /** Abrupt: calls in flight fail, sockets are destroyed; also settles a pending `close()`. Idempotent. */
+  destroy(err?: Error): Promise<void>;
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -156,13 +163,24 @@ export function createWebhookClient(config: WebhookClientConfig, options: Webhoo
     stats = () => ({ name: o.name, routes: [] });
   }
 
+  const shutdown = new Shutdown();
+  /** Calls in flight; `destroy()` aborts them (undici's h2 sessions do not fail open streams on destroy). */
+  const inFlight = new Set<AbortController>();
   return {
     url,
     stats,
-    close: () => dispatcher.close(),
+    close: () => shutdown.close(() => dispatcher.close()),
+    destroy: (err?: Error) =>
+      shutdown.destroy(() => {
+        const error = err ?? new EvenlbError(ErrorCodes.CLOSED, `webhook client for ${url} was destroyed`);
+        for (const c of inFlight) c.abort(error);
+        return dispatcher.destroy(error);
+      }),
     async call<T>(review: unknown, callOptions: WebhookCallOptions = {}): Promise<T> {
+      if (shutdown.closed) throw new EvenlbError(ErrorCodes.CLOSED, `webhook client for ${url} is closed`);
       const timeoutMs = callOptions.timeoutMs ?? o.timeoutMs;
       const controller = new AbortController();
+      inFlight.add(controller);
       const timer = clock.setTimeout(
         () =>
           controller.abort(
@@ -210,6 +228,7 @@ export function createWebhookClient(config: WebhookClientConfig, options: Webhoo
           throw controller.signal.reason;
         throw err;
       } finally {
+        inFlight.delete(controller);
         timer.cancel();
         callOptions.signal?.removeEventListener('abort', onAbort);
       }

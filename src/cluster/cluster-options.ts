@@ -4,12 +4,14 @@
  * detection, TLS, protocol); the `BalancedAgent` accepts the same fields as agent-wide
  * defaults and per route, so one spec validates all three places.
  */
-import type { Clock } from '../core/clock.js';
+import type { BalancerOptions } from '../balancing/balancer.js';
+import { type Clock, isClock } from '../core/clock.js';
 import type { FeatureGates } from '../core/feature-gates.js';
 import { opt, type Parsed, parseOptions } from '../core/options.js';
 import type { Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
+import type { RetryReason } from './retry-policy.js';
 
 type PemInput = string | Buffer | readonly (string | Buffer)[];
 
@@ -44,6 +46,25 @@ export const clusterSettingsSpec = {
   policyOptions: opt.custom<unknown, { optional: true }>('policy options', (_v): _v is unknown => true, {
     optional: true,
   }),
+  /** Slow start: ramp a newly ready endpoint's weight over this many ms (Envoy's formula); unset/0 = off. */
+  slowStartMs: opt.number({ min: 0, optional: true }),
+  /** Slow-start curve (Envoy's `aggression`); default 1 (linear). */
+  slowStartAggression: opt.number({ min: 0, exclusiveMin: true, optional: true }),
+  /** Slow-start weight floor, percent of the endpoint's weight; default 10. */
+  slowStartMinWeightPercent: opt.number({ min: 0, max: 100, optional: true }),
+  /** Herding guard for least-request / peak-ewma (`maxShareMultiple`, `minResponses`, `seedLatency`), or `false`; default on. */
+  herdingGuard: opt.custom<Record<string, unknown> | false, { optional: true }>(
+    'false or an object of herding guard options',
+    (v): v is Record<string, unknown> | false => v === false || isObject(v),
+    { optional: true },
+  ),
+  /**
+   * Load-aware zone routing (`zone`, `mode`, `loadBand`, `probePercent`, `maxSpillPercent`). The
+   * caller's zone defaults to the `EVENLB_ZONE` environment variable.
+   */
+  zoneRouting: opt.custom<Record<string, unknown>, { optional: true }>('an object of zone routing options', isObject, {
+    optional: true,
+  }),
   /** Requests per connection before it is retired (exactly); unset = unlimited. */
   maxRequestsPerConnection: opt.int({ min: 1, optional: true }),
   /** Connection age limit in ms, jittered by `ageJitter`; unset = unlimited. */
@@ -68,10 +89,17 @@ export const clusterSettingsSpec = {
   ),
   /**
    * Extra attempts for idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) with a
-   * replayable body after a transport error or a 502/503/504, each on another endpoint;
-   * default 0. Connect failures are always retried once, on another endpoint.
+   * replayable body after a transport error or a `retryOn` status, each on another endpoint;
+   * default 0. Connect failures are always retried once on another endpoint, and an idempotent
+   * request whose kept-alive connection failed before any answer once (see `RetryPolicy`).
    */
   retryIdempotent: opt.int({ min: 0, max: 10, default: 0 }),
+  /** Statuses that count as a failed attempt for `retryIdempotent`; default [502, 503, 504]. */
+  retryOn: opt.custom<readonly number[], { default: readonly number[] }>(
+    'an array of HTTP status codes 500..599',
+    (v): v is readonly number[] => Array.isArray(v) && v.every((s) => Number.isInteger(s) && s >= 500 && s <= 599),
+    { default: [502, 503, 504] },
+  ),
   /** TLS settings for `https:` origins. */
   tls: opt.object(clusterTlsSpec, { optional: true }),
   /** Offer h2 in ALPN to HTTPS endpoints; default false (http/1.1 only, as kube-apiserver does for Services). */
@@ -95,7 +123,7 @@ export const clusterSettingsSpec = {
 /** What a cluster reports as requests end and connections come and go (metrics hook into this). */
 export interface ClusterObserver {
   requestEnded?(cluster: string, endpoint: string, outcome: RequestOutcome, durationMs: number): void;
-  retried?(cluster: string, reason: 'connect-failure' | 'idempotent'): void;
+  retried?(cluster: string, reason: RetryReason): void;
   connectionOpened?(cluster: string, endpoint: string): void;
   connectionClosed?(cluster: string, endpoint: string, reason: CloseReason): void;
   ejected?(cluster: string, endpoint: string, durationMs: number): void;
@@ -114,8 +142,6 @@ export type RequestOutcome =
   /** The caller aborted. */
   | 'aborted';
 
-const isClock = (v: unknown): v is Clock =>
-  isObject(v) && typeof v.now === 'function' && typeof v.setTimeout === 'function';
 const isRandom = (v: unknown): v is Random =>
   isObject(v) && typeof v.next === 'function' && typeof v.int === 'function';
 const isSource = (v: unknown): v is EndpointSource =>
@@ -158,6 +184,17 @@ export type ClusterOptions = {
   authority?: string;
   policy?: string;
   policyOptions?: unknown;
+  slowStartMs?: number;
+  slowStartAggression?: number;
+  slowStartMinWeightPercent?: number;
+  herdingGuard?: { maxShareMultiple?: number; minResponses?: number; seedLatency?: boolean } | false;
+  zoneRouting?: {
+    zone?: string;
+    mode?: 'auto' | 'on' | 'off';
+    loadBand?: number;
+    probePercent?: number;
+    maxSpillPercent?: number;
+  };
   maxRequestsPerConnection?: number;
   maxConnectionAgeMs?: number;
   ageJitter?: number;
@@ -170,6 +207,7 @@ export type ClusterOptions = {
     | { consecutiveFailures?: number; baseEjectionMs?: number; maxEjectionMs?: number; maxEjectionPercent?: number }
     | false;
   retryIdempotent?: number;
+  retryOn?: readonly number[];
   tls?: {
     ca?: PemInput;
     cert?: PemInput;
@@ -194,6 +232,44 @@ export type ClusterSettings = Omit<
   ClusterOptions,
   'name' | 'target' | 'authority' | 'clock' | 'random' | 'sourceOptions' | 'observer'
 >;
+
+/**
+ * The Balancer options of a cluster's settings (policy, its options, slow start, herding guard,
+ * zone routing) on the given clock and random source — shared by every transport's Balancer.
+ */
+export function balancerOptions(
+  o: Pick<ParsedClusterOptions, 'policy' | 'policyOptions'> & Parameters<typeof balancerShaping>[0],
+  clock: Clock,
+  random: Random,
+): BalancerOptions {
+  return { policy: o.policy, policyOptions: o.policyOptions, clock, random, ...balancerShaping(o) };
+}
+
+/**
+ * The `Balancer` options a cluster's settings give: slow start, herding guard and zone
+ * routing, with the caller's zone from `env.EVENLB_ZONE` when not configured. Nested option
+ * objects are validated by the Balancer (errors name `Balancer herdingGuard` / `zoneRouting`).
+ */
+export function balancerShaping(
+  o: Pick<
+    ParsedClusterOptions,
+    'slowStartMs' | 'slowStartAggression' | 'slowStartMinWeightPercent' | 'herdingGuard' | 'zoneRouting'
+  >,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): {
+  slowStart: Record<string, number>;
+  herdingGuard?: Record<string, unknown> | false;
+  zoneRouting: Record<string, unknown>;
+} {
+  const slowStart: Record<string, number> = {};
+  if (o.slowStartMs !== undefined) slowStart.windowMs = o.slowStartMs;
+  if (o.slowStartAggression !== undefined) slowStart.aggression = o.slowStartAggression;
+  if (o.slowStartMinWeightPercent !== undefined) slowStart.minWeightPercent = o.slowStartMinWeightPercent;
+  const envZone = env.EVENLB_ZONE;
+  const zoneRouting: Record<string, unknown> = { ...(o.zoneRouting ?? {}) };
+  if (zoneRouting.zone === undefined && envZone !== undefined && envZone !== '') zoneRouting.zone = envZone;
+  return { slowStart, ...(o.herdingGuard === undefined ? {} : { herdingGuard: o.herdingGuard }), zoneRouting };
+}
 
 /** Parses cluster options once (unknown keys rejected). */
 export function parseClusterOptions(input: unknown): ParsedClusterOptions {

@@ -3,6 +3,7 @@
  * counters and state, and per cluster imbalance figures over a sliding window.
  */
 import type { Balancer } from '../balancing/balancer.js';
+import type { ZoneRoutingState } from '../balancing/shaping/zone-preference.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { type Imbalance, imbalance } from '../metrics/imbalance.js';
 import type { EndpointPool } from '../pool/endpoint-pool.js';
@@ -43,6 +44,22 @@ export interface EndpointStats {
   /** Requests waiting for a connection (connection cap reached). */
   readonly queued: number;
   readonly timesEjected: number;
+  /** Slow-start multiplier on its weight now, (0, 1]; 1 when not ramping (or not picked). */
+  readonly slowStartWeight: number;
+  /** Relative weight in the current picker (slow start, herding guard, zone preference applied); 0 = not picked. */
+  readonly pickWeight: number;
+  /** True while the herding guard caps its share. */
+  readonly guarded: boolean;
+}
+
+/** Requests per zone within the stats window. */
+export interface ZoneStats {
+  /** The endpoints' zone; `""` for endpoints without one. */
+  readonly zone: string;
+  readonly endpoints: number;
+  readonly windowRequests: number;
+  /** Fraction of the cluster's window requests, 0..1. */
+  readonly share: number;
 }
 
 export interface ClusterStats {
@@ -61,6 +78,10 @@ export interface ClusterStats {
   readonly endpoints: readonly EndpointStats[];
   /** Imbalance of `windowRequests` across eligible (and ejected) endpoints. */
   readonly window: { readonly windowMs: number; readonly imbalance: Imbalance };
+  /** Each zone's share of the window's requests (zones sorted by name). */
+  readonly zones: readonly ZoneStats[];
+  /** Zone routing: the caller's zone, whether it is active, the spill and the loads compared. */
+  readonly zoneRouting: ZoneRoutingState;
 }
 
 /** What `collectClusterStats` reads from a cluster. */
@@ -77,6 +98,8 @@ export interface ClusterStatsInput {
   readonly nowMs: number;
   readonly balancer: Balancer;
   readonly entries: ReadonlyMap<string, EndpointEntry>;
+  /** The pools of one endpoint. */
+  poolsOf(key: string): Iterable<EndpointPool>;
   /** Legacy (Service-keyed) pools, whose connections know their endpoint. */
   readonly pools: Iterable<EndpointPool>;
   /** Connections other transports reported, per endpoint key. */
@@ -107,6 +130,7 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
     ...input.externalConnections.keys(),
     ...legacyConns.keys(),
   ]);
+  const weights = new Map(input.balancer.weights().map((w) => [w.key, w]));
   const endpoints: EndpointStats[] = [];
   let inFlight = 0;
   let errors = 0;
@@ -118,7 +142,7 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
     let open = 0;
     let idle = 0;
     let queued = 0;
-    for (const pool of entry?.pools() ?? []) {
+    for (const pool of input.poolsOf(key)) {
       for (const c of pool.connections()) {
         if (!c.socketOpen) continue;
         open++;
@@ -158,6 +182,9 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
       connectionsOpened: entry?.connectionsOpened ?? 0,
       queued,
       timesEjected: input.timesEjected(key),
+      slowStartWeight: weights.get(key)?.slowStart ?? 1,
+      pickWeight: weights.get(key)?.weight ?? 0,
+      guarded: weights.get(key)?.guarded ?? false,
     });
   }
   endpoints.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -174,5 +201,22 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
     errors,
     endpoints,
     window: { windowMs: input.windowMs, imbalance: imbalance(counted.map((e) => e.windowRequests)) },
+    zones: zoneStats(endpoints),
+    zoneRouting: input.balancer.zoneState(),
   };
+}
+
+function zoneStats(endpoints: readonly EndpointStats[]): ZoneStats[] {
+  const byZone = new Map<string, { endpoints: number; windowRequests: number }>();
+  let total = 0;
+  for (const e of endpoints) {
+    const z = byZone.get(e.zone ?? '') ?? { endpoints: 0, windowRequests: 0 };
+    z.endpoints++;
+    z.windowRequests += e.windowRequests;
+    total += e.windowRequests;
+    byZone.set(e.zone ?? '', z);
+  }
+  return [...byZone.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([zone, z]) => ({ zone, ...z, share: total === 0 ? 0 : z.windowRequests / total }));
 }

@@ -1,29 +1,26 @@
 /**
- * A `Cluster` is everything needed to send requests to one Service: an endpoint source, the
- * shared `Balancer` (one pick per request), passive outlier detection, one connection pool per
- * endpoint governed by the shared `LifetimePolicy`, and stats. The `BalancedAgent` holds one
- * per route; the proxy holds one per upstream.
+ * A `Cluster` owns the request lifecycle for one Service: endpoint source → `Balancer` (one
+ * pick per request) → load accounting → passive outlier detection, one `RetryPolicy`, stats,
+ * and endpoint-eligibility events. Transports only move bytes: its own undici pools
+ * (`ClusterTransport`, one pool per endpoint and scheme under the `LifetimePolicy`) through
+ * `dispatch()`, and any other transport through `acquire()`, which hands out an `Attempt`.
+ * The `BalancedAgent` holds one cluster per route; the proxy one per upstream.
  *
- * `dispatch(opts, handler)` takes undici dispatch options and a handler in either undici
- * style. In round-trip mode (the `RoundTripLoadBalancing` gate, on by default) each request:
- * picks an endpoint → goes to `scheme://ip:port` over that endpoint's pool, with the `Host`
- * header kept as the original authority (TLS SNI and certificate checks follow it, never the
- * IP) → counts in the endpoint's load record from pick to end → feeds the outlier detector. A
- * connect failure is retried once on a different endpoint. When an endpoint leaves the
- * eligible set its pool drains: no new requests, idle sockets close at once, in-flight ones
- * finish.
+ * In round-trip mode (the `RoundTripLoadBalancing` gate, on by default) a request picks an
+ * endpoint, goes to `scheme://ip:port` with `Host` (and so TLS SNI and certificate checks)
+ * kept as the Service's authority, counts as the endpoint's load from pick to end, and is
+ * retried as the retry policy says. An endpoint that leaves the eligible set is drained: no
+ * new requests, idle sockets close at once, in-flight ones finish. With the gate off (legacy
+ * mode) it reproduces kube-apiserver's old behaviour: ONE pool keyed by the Service origin, the
+ * endpoint picked only when a connection is dialled, idle connections reused whatever
+ * discovery says.
  *
- * With the gate off (legacy mode) the cluster reproduces the behaviour kube-apiserver had:
- * ONE pool keyed by the request origin (the Service name); the endpoint is picked only when a
- * connection is dialled; idle connections are reused whatever discovery says.
- *
- * No eligible endpoint fails the request at once with `EVENLB_NO_ENDPOINTS` (or
- * `EVENLB_SERVICE_NOT_FOUND`); while discovery has not answered yet a request waits up to
- * `discoveryTimeoutMs`, then fails with `EVENLB_DISCOVERY_PENDING`.
+ * No eligible endpoint fails a request at once (`EVENLB_NO_ENDPOINTS`, `EVENLB_SERVICE_NOT_FOUND`);
+ * before discovery's first answer a request waits up to `discoveryTimeoutMs`
+ * (`EVENLB_DISCOVERY_PENDING`).
  *
  * @example
- * const cluster = new Cluster({ name: 'webhook', target: 'static:///10.0.0.1:8443,10.0.0.2:8443',
- *   tls: { ca }, maxRequestsPerConnection: 100 });
+ * const cluster = new Cluster({ name: 'webhook', target: 'static:///10.0.0.1:8443,10.0.0.2:8443', tls: { ca } });
  * const res = await request('https://webhook.policy.svc:8443/validate', { dispatcher: cluster.dispatcher });
  * await cluster.close();
  */
@@ -33,15 +30,19 @@ import { OutlierDetector } from '../balancing/outlier-detector.js';
 import type { PickContext } from '../balancing/picker.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { EvenlbError } from '../core/errors.js';
 import { FeatureGates } from '../core/feature-gates.js';
 import { createRandom, type Random } from '../core/random.js';
+import { Shutdown } from '../core/shutdown.js';
 import { createEndpointSource } from '../discovery/create-endpoint-source.js';
 import type { DiscoverySnapshot, EndpointSource } from '../discovery/endpoint-source.js';
-import type { EndpointPool, EndpointPoolEvents } from '../pool/endpoint-pool.js';
-import { type CloseReason, LifetimePolicy } from '../pool/lifetime-policy.js';
+import { departedEndpoints, eligibleKeys } from '../pool/departed-endpoints.js';
+import type { CloseReason } from '../pool/lifetime-policy.js';
+import type { Attempt, AttemptRequest } from './attempt.js';
 import { ClusterDispatcher } from './cluster-dispatcher.js';
+import { closedError, noEndpointError, pendingError } from './cluster-errors.js';
 import {
+  balancerOptions,
   type ClusterObserver,
   type ClusterOptions,
   type ParsedClusterOptions,
@@ -52,15 +53,12 @@ import { type ClusterStats, collectClusterStats } from './cluster-stats.js';
 import { ClusterTransport } from './cluster-transport.js';
 import { EndpointEntry, WINDOW_BUCKETS } from './endpoint-entry.js';
 import { toLegacyHandler } from './handler-adapters.js';
-import { withHost } from './request-headers.js';
+import { forEndpoint } from './request-headers.js';
+import { type AttemptFailure, noRetries, outcomeOf, RetryPolicy, type RetryReason } from './retry-policy.js';
 import { type RequestRouter, RoutedRequest } from './routed-request.js';
 
-/** One request sent by a transport the cluster does not own; see `Cluster.acquire()`. */
-export interface RequestTicket {
-  readonly endpoint: Endpoint;
-  /** Ends the request's accounting (load, outlier detection, metrics); later calls are ignored. */
-  end(outcome: RequestOutcome): void;
-}
+/** One request sent by a transport the cluster does not own; see `Cluster.acquire()` and `Attempt`. */
+export type RequestTicket = Attempt;
 
 export { failHandler, toLegacyHandler } from './handler-adapters.js';
 
@@ -72,13 +70,14 @@ export class Cluster {
   /** `round-trip` (pick per request) or `legacy` (pick per dialled connection). */
   readonly mode: 'round-trip' | 'legacy';
   readonly retryIdempotent: number;
+  /** What is retried, where and how often — for every transport of this cluster. */
+  readonly retryPolicy: RetryPolicy;
   readonly #clock: Clock;
   readonly #ownsSource: boolean;
   readonly #outlier: OutlierDetector | undefined;
   readonly #transport: ClusterTransport;
   readonly #observer: ClusterObserver | undefined;
   readonly #entries = new Map<string, EndpointEntry>();
-  readonly #legacyPools = new Map<string, EndpointPool>();
   readonly #waiting = new Set<RoutedRequest>();
   readonly #eligibleListeners = new Set<(eligible: ReadonlySet<string>) => void>();
   readonly #externalConnections = new Map<string, number>();
@@ -94,19 +93,20 @@ export class Cluster {
   #requests = 0;
   #retries = 0;
   #closed = false;
-  #closing: Promise<void> | undefined;
+  readonly #shutdown = new Shutdown();
 
   constructor(input: ClusterOptions) {
     const o = parseClusterOptions(input);
     this.options = o;
     this.name = o.name;
     this.retryIdempotent = o.retryIdempotent;
+    this.retryPolicy = new RetryPolicy({ retryIdempotent: o.retryIdempotent, retryOn: o.retryOn });
     this.#router = {
-      retryIdempotent: o.retryIdempotent,
+      retryPolicy: this.retryPolicy,
       route: (r) => this.#route(r),
       bind: (r) => this.#bind(r),
       unbind: (r) => this.#unbind(r),
-      settle: (r, outcome) => this.#settleRequest(r, outcome),
+      settle: (r, outcome) => r.endpoint !== undefined && this.#settle(r.endpoint.key, r.startMs, outcome),
       retry: (r, reason) => this.#retry(r, reason),
     };
     this.#clock = o.clock ?? systemClock;
@@ -115,22 +115,7 @@ export class Cluster {
     this.#bucketMs = o.statsWindowMs / WINDOW_BUCKETS;
     const gates = FeatureGates.parse(o.featureGates);
     this.mode = gates.enabled('RoundTripLoadBalancing') ? 'round-trip' : 'legacy';
-    this.balancer = new Balancer({
-      policy: o.policy,
-      policyOptions: o.policyOptions,
-      clock: this.#clock,
-      random,
-    });
-    const lifetime = new LifetimePolicy(
-      {
-        maxRequestsPerConnection: o.maxRequestsPerConnection,
-        maxConnectionAgeMs: o.maxConnectionAgeMs,
-        ageJitter: o.ageJitter,
-        idleTimeoutMs: o.idleTimeoutMs,
-      },
-      random,
-      `cluster ${o.name}`,
-    );
+    this.balancer = new Balancer(balancerOptions(o, this.#clock, random));
     if (o.outlierDetection !== false) {
       const balancer = this.balancer;
       this.#outlier = new OutlierDetector(o.outlierDetection, {
@@ -139,19 +124,17 @@ export class Cluster {
         onEject: (key, ms) => this.#observer?.ejected?.(this.name, key, ms),
       });
     }
-    const poolEvents: EndpointPoolEvents = {
-      onConnectionOpen: (pool, conn) => {
-        const key = conn.endpoint?.key ?? pool.origin;
-        const entry = conn.endpoint === undefined ? undefined : this.#entries.get(conn.endpoint.key);
+    this.#transport = new ClusterTransport(o, random, this.#clock, {
+      opened: (key, known) => {
+        const entry = known ? this.#entries.get(key) : undefined;
         if (entry !== undefined) entry.connectionsOpened++;
         this.#observer?.connectionOpened?.(this.name, key);
       },
-      onConnectionClose: (pool, conn, reason: CloseReason) => {
-        this.#observer?.connectionClosed?.(this.name, conn.endpoint?.key ?? pool.origin, reason);
-        if (conn.endpoint !== undefined) this.#forgetIfGone(conn.endpoint.key);
+      closed: (key, known, reason) => {
+        this.#observer?.connectionClosed?.(this.name, key, reason);
+        if (known) this.#forgetIfGone(key);
       },
-    };
-    this.#transport = new ClusterTransport(o, lifetime, this.#clock, poolEvents);
+    });
     if (typeof o.target === 'string') {
       this.source = createEndpointSource(o.target, { clock: this.#clock, ...(o.sourceOptions ?? {}) });
       this.#ownsSource = true;
@@ -181,15 +164,11 @@ export class Cluster {
         this.#lastOrigin = origin;
         this.#lastAuthority = this.options.authority ?? (origin === undefined ? this.name : new URL(origin).host);
       }
-      sent = { ...opts, headers: withHost(opts.headers, this.#lastAuthority) };
-      const servername = this.options.tls?.servername;
-      if (https && servername !== undefined && (opts as { servername?: string }).servername === undefined) {
-        (sent as { servername?: string }).servername = servername;
-      }
+      sent = forEndpoint(opts, this.#lastAuthority, https ? this.options.tls?.servername : undefined);
     }
     const request = new RoutedRequest(this.#router, sent, legacy, https);
     if (this.#closed) {
-      request.fail(new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`));
+      request.fail(closedError(this.name));
       return true;
     }
     this.#requests++;
@@ -211,54 +190,86 @@ export class Cluster {
   // ---- For transports that manage their own connections (node:http agents, proxies) ----
 
   /**
-   * Picks an endpoint for one request sent by another transport and starts its accounting;
-   * call `ticket.end(outcome)` exactly once when it ends. `exclude` avoids one endpoint (a
-   * retry). Returns an `EvenlbError` (`EVENLB_NO_ENDPOINTS`, `EVENLB_SERVICE_NOT_FOUND`,
-   * `EVENLB_DISCOVERY_PENDING`, `EVENLB_CLOSED`) when nothing can be picked.
+   * Picks an endpoint for one request sent by another transport and starts its accounting:
+   * the transport sends to `attempt.endpoint`, then calls `attempt.end(outcome)` once, or
+   * `attempt.retry(failure, request)` for the next attempt under the cluster's retry policy.
+   * `exclude` avoids one endpoint. Returns an `EvenlbError` (`EVENLB_NO_ENDPOINTS`,
+   * `EVENLB_SERVICE_NOT_FOUND`, `EVENLB_DISCOVERY_PENDING`, `EVENLB_CLOSED`) when nothing can be picked.
    */
-  acquire(exclude?: string): RequestTicket | EvenlbError {
-    if (this.#closed) return new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`);
-    if (this.#pending) return this.#pendingError();
-    const ctx = this.#pick;
-    ctx.exclude = exclude;
-    const picked = this.balancer.picker.pick(ctx);
-    if (picked.type === 'none') return this.#noEndpointError(picked.reason);
-    return this.track(picked.endpoint);
+  acquire(exclude?: string): Attempt | EvenlbError {
+    this.#requests++;
+    return this.#pickAttempt(exclude, noRetries());
   }
 
   /** Starts accounting for a request already bound to `endpoint` (legacy mode: the socket's). */
-  track(endpoint: Endpoint): RequestTicket {
-    const key = endpoint.key;
-    let entry = this.#entries.get(key);
-    if (entry === undefined) {
-      entry = new EndpointEntry(endpoint);
-      this.#entries.set(key, entry);
-    }
+  track(endpoint: Endpoint): Attempt {
     this.#requests++;
-    const startMs = this.balancer.loads.get(key).start();
-    entry.window.add(Math.floor(startMs / this.#bucketMs));
+    return this.#attempt(endpoint, noRetries());
+  }
+
+  #pickAttempt(exclude: string | undefined, counts: Record<RetryReason, number>): Attempt | EvenlbError {
+    const picked = this.pickForConnection(exclude);
+    return picked instanceof EvenlbError ? picked : this.#attempt(picked, counts);
+  }
+
+  #attempt(endpoint: Endpoint, counts: Record<RetryReason, number>): Attempt {
+    const key = endpoint.key;
+    const startMs = this.#open(endpoint);
     let open = true;
+    const end = (outcome: RequestOutcome) => {
+      if (!open) return;
+      open = false;
+      this.#settle(key, startMs, outcome);
+    };
     return {
       endpoint,
-      end: (outcome: RequestOutcome) => {
-        if (!open) return;
-        open = false;
-        this.#settle(key, startMs, outcome);
+      end,
+      retry: (failure: AttemptFailure, request: AttemptRequest) => {
+        if (!open) return undefined;
+        end(outcomeOf(failure));
+        const reason = this.retryPolicy.decide(failure, { ...request, done: counts });
+        if (reason === undefined || this.#closed) return undefined;
+        const elsewhere = this.balancer.picker.endpoints.some((t) => t.endpoint.key !== key);
+        if (!elsewhere && reason !== 'reused-connection') return undefined;
+        counts[reason]++;
+        this.#countRetry(reason);
+        return this.#pickAttempt(elsewhere ? key : undefined, counts);
       },
     };
   }
 
-  /**
-   * Picks the endpoint for a new connection without accounting a request (the legacy,
-   * dial-time decision).
-   */
+  /** Starts an attempt's load record and window count on `endpoint`; returns its start time. */
+  #open(endpoint: Endpoint): number {
+    const startMs = this.balancer.loads.get(endpoint.key).start();
+    this.#entry(endpoint).window.add(Math.floor(startMs / this.#bucketMs));
+    return startMs;
+  }
+
+  #entry(endpoint: Endpoint): EndpointEntry {
+    let entry = this.#entries.get(endpoint.key);
+    if (entry === undefined) {
+      entry = new EndpointEntry(endpoint);
+      this.#entries.set(endpoint.key, entry);
+    }
+    return entry;
+  }
+
+  #countRetry(reason: RetryReason): void {
+    this.#retries++;
+    this.#observer?.retried?.(this.name, reason);
+  }
+
+  /** Picks an endpoint without accounting a request (also the legacy, dial-time decision). */
   pickForConnection(exclude?: string): Endpoint | EvenlbError {
-    if (this.#closed) return new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`);
-    if (this.#pending) return this.#pendingError();
+    if (this.#closed) return closedError(this.name);
+    return this.#pending ? this.#pendingError() : this.#pickEndpoint(exclude);
+  }
+
+  #pickEndpoint(exclude: string | undefined): Endpoint | EvenlbError {
     const ctx = this.#pick;
     ctx.exclude = exclude;
     const picked = this.balancer.picker.pick(ctx);
-    return picked.type === 'none' ? this.#noEndpointError(picked.reason) : picked.endpoint;
+    return picked.type === 'none' ? noEndpointError(this.name, this.source, picked.reason) : picked.endpoint;
   }
 
   /** Resolves once discovery has answered (at once if it has); rejects after `discoveryTimeoutMs`. */
@@ -316,29 +327,42 @@ export class Cluster {
       nowMs: this.#clock.now(),
       balancer: this.balancer,
       entries: this.#entries,
-      pools: this.#legacyPools.values(),
+      poolsOf: (key) => this.#transport.poolsOf(key),
+      pools: this.#transport.legacyPools(),
       externalConnections: this.#externalConnections,
       timesEjected: (key) => this.#outlier?.state(key).timesEjected ?? 0,
     });
   }
 
-  /** Graceful: new requests fail with `EVENLB_CLOSED`; in-flight ones finish; then sockets close. Idempotent. */
+  /**
+   * Graceful: new requests fail with `EVENLB_CLOSED`, requests waiting for discovery fail, the
+   * ones in flight finish, then sockets close and the source stops. Always settles; idempotent;
+   * a `destroy()` while it waits settles it.
+   */
   close(): Promise<void> {
-    if (this.#closing === undefined) this.#closing = this.#shutdown(undefined);
-    return this.#closing;
+    return this.#shutdown.close(async () => {
+      this.#stop(undefined);
+      await this.#transport.close();
+      if (this.#ownsSource) await this.source.close();
+    });
   }
 
-  /** Abrupt: in-flight and queued requests fail with `err`. Idempotent. */
+  /**
+   * Abrupt: queued and in-flight requests fail with `err` (default `EVENLB_CLOSED`), sockets are
+   * destroyed. Settles a pending `close()` too. Idempotent.
+   */
   destroy(err?: Error): Promise<void> {
-    if (this.#closing === undefined) this.#closing = this.#shutdown(err ?? null);
-    return this.#closing;
+    return this.#shutdown.destroy(async () => {
+      const error = err ?? closedError(this.name);
+      this.#stop(error);
+      await this.#transport.destroy(error);
+      if (this.#ownsSource) await this.source.close();
+    });
   }
-
-  // ---- The router RoutedRequests call back into ----
 
   #route(request: RoutedRequest): void {
     if (this.#closed) {
-      request.fail(new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`));
+      request.fail(closedError(this.name));
       return;
     }
     if (this.#pending) {
@@ -349,56 +373,31 @@ export class Cluster {
       this.#legacyPool(request).dispatch(request);
       return;
     }
+    // The hot path: the picker's own load record, no lookups beyond the entry.
     const ctx = this.#pick;
     ctx.exclude = request.exclude;
     const picked = this.balancer.picker.pick(ctx);
     if (picked.type === 'none') {
-      request.fail(this.#noEndpointError(picked.reason));
+      request.fail(noEndpointError(this.name, this.source, picked.reason));
       return;
     }
     const endpoint = picked.endpoint;
-    let entry = this.#entries.get(endpoint.key);
-    if (entry === undefined) {
-      entry = new EndpointEntry(endpoint);
-      this.#entries.set(endpoint.key, entry);
-    }
-    request.open(endpoint, picked.load.start());
-    entry.window.add(Math.floor(request.startMs / this.#bucketMs));
-    let pool = request.https ? entry.https : entry.http;
-    if (pool === undefined || pool.draining) {
-      pool = this.#transport.createPool(endpoint, request.https);
-      if (request.https) entry.https = pool;
-      else entry.http = pool;
-    }
-    pool.dispatch(request);
+    const startMs = picked.load.start();
+    this.#entry(endpoint).window.add(Math.floor(startMs / this.#bucketMs));
+    request.open(endpoint, startMs);
+    this.#transport.connectionFor(endpoint, request.https).dispatch(request);
   }
 
   #bind(request: RoutedRequest): void {
     const endpoint = request.connection?.endpoint;
-    if (endpoint === undefined) return;
-    let entry = this.#entries.get(endpoint.key);
-    if (entry === undefined) {
-      entry = new EndpointEntry(endpoint);
-      this.#entries.set(endpoint.key, entry);
-    }
-    const start = this.balancer.loads.get(endpoint.key).start();
-    request.open(endpoint, start);
-    entry.window.add(Math.floor(start / this.#bucketMs));
+    if (endpoint !== undefined) request.open(endpoint, this.#open(endpoint));
   }
 
   #unbind(request: RoutedRequest): void {
-    const key = request.endpoint?.key;
-    if (key === undefined) return;
-    const load = this.balancer.loads.peek(key);
-    if (load !== undefined) {
-      if (load.inFlight > 0) load.inFlight--;
-      if (load.requests > 0) load.requests--;
-    }
-  }
-
-  #settleRequest(request: RoutedRequest, outcome: RequestOutcome): void {
-    const endpoint = request.endpoint;
-    if (endpoint !== undefined) this.#settle(endpoint.key, request.startMs, outcome);
+    const load = request.endpoint === undefined ? undefined : this.balancer.loads.peek(request.endpoint.key);
+    if (load === undefined) return;
+    if (load.inFlight > 0) load.inFlight--;
+    if (load.requests > 0) load.requests--;
   }
 
   #settle(key: string, startMs: number, outcome: RequestOutcome): void {
@@ -406,53 +405,29 @@ export class Cluster {
     const load = this.balancer.loads.peek(key);
     if (load !== undefined) load.end(startMs, ok);
     if (outcome !== 'aborted') this.#outlier?.record(key, ok);
-    const observer = this.#observer;
-    if (observer?.requestEnded !== undefined) {
-      observer.requestEnded(this.name, key, outcome, this.#clock.now() - startMs);
-    }
+    this.#observer?.requestEnded?.(this.name, key, outcome, this.#clock.now() - startMs);
   }
 
-  #retry(request: RoutedRequest, reason: 'connect-failure' | 'idempotent'): boolean {
+  /**
+   * Sends `request` again, counted once (`retries`, observer `retried`). It goes to another
+   * endpoint; a stale kept-alive connection may be retried on the same endpoint when it is
+   * the only one (a new connection will be dialled).
+   */
+  #retry(request: RoutedRequest, reason: RetryReason): boolean {
     if (this.#closed) return false;
     const failed = request.endpoint?.key;
-    const candidates = this.balancer.picker.endpoints;
-    if (!candidates.some((t) => t.endpoint.key !== failed)) return false;
+    const elsewhere = this.balancer.picker.endpoints.some((t) => t.endpoint.key !== failed);
+    if (!elsewhere && reason !== 'reused-connection') return false;
     request.prepareRetry();
-    this.#retries++;
-    this.#observer?.retried?.(this.name, reason);
-    if (this.mode === 'legacy') this.#legacyExclude = failed;
+    if (!elsewhere) request.exclude = undefined;
+    this.#countRetry(reason);
+    if (this.mode === 'legacy') this.#legacyExclude = request.exclude;
     this.#route(request);
     return true;
   }
 
-  // ---- internals ----
-
-  #noEndpointError(reason: string): EvenlbError {
-    const status = this.source.snapshot().status;
-    if (status.state === 'not-found') {
-      return new EvenlbError(ErrorCodes.SERVICE_NOT_FOUND, `route ${this.name}: ${status.error.message}`, {
-        cause: status.error,
-        details: { route: this.name, target: this.source.target },
-      });
-    }
-    const why =
-      reason === 'none-ready'
-        ? 'no endpoint is ready'
-        : reason === 'all-ejected'
-          ? 'every endpoint is ejected by outlier detection'
-          : 'discovery knows no endpoint';
-    return new EvenlbError(ErrorCodes.NO_ENDPOINTS, `route ${this.name} (${this.source.target}): ${why}`, {
-      ...(status.state === 'degraded' ? { cause: status.error } : {}),
-      details: { route: this.name, target: this.source.target, reason },
-    });
-  }
-
   #pendingError(): EvenlbError {
-    return new EvenlbError(
-      ErrorCodes.DISCOVERY_PENDING,
-      `route ${this.name} (${this.source.target}): discovery gave no answer within ${this.options.discoveryTimeoutMs} ms`,
-      { details: { route: this.name, target: this.source.target } },
-    );
+    return pendingError(this.name, this.source, this.options.discoveryTimeoutMs);
   }
 
   #wait(request: RoutedRequest): void {
@@ -467,15 +442,10 @@ export class Cluster {
     if (this.#closed) return;
     this.balancer.update(snapshot.endpoints);
     this.#outlier?.setEndpoints(snapshot.endpoints);
-    const eligible = new Set<string>();
-    for (const e of snapshot.endpoints.eligible()) eligible.add(e.key);
+    const eligible = eligibleKeys(snapshot.endpoints);
+    for (const key of departedEndpoints(this.#entries.keys(), eligible)) this.#transport.drainEndpoint(key);
     for (const [key, entry] of this.#entries) {
-      const now = snapshot.endpoints.get(key);
-      if (now !== undefined) entry.endpoint = now;
-      if (!eligible.has(key)) {
-        // Left the eligible set: no new requests, idle sockets close now, in-flight finish.
-        for (const pool of entry.pools()) pool.drain(now === undefined ? 'endpoint-removed' : 'endpoint-removed');
-      }
+      entry.endpoint = snapshot.endpoints.get(key) ?? entry.endpoint;
       this.#forgetIfGone(key);
     }
     const discovered = snapshot.status.state !== 'pending' && this.#pending;
@@ -493,53 +463,35 @@ export class Cluster {
 
   /** Drops an entry once its endpoint is gone and its pools have nothing left. */
   #forgetIfGone(key: string): void {
-    const entry = this.#entries.get(key);
-    if (entry === undefined || this.balancer.endpointSet.has(key)) return;
-    for (const pool of entry.pools()) {
-      if (pool.queued > 0) return;
-      for (const c of pool.connections()) if (!c.closed) return;
-    }
+    if (!this.#entries.has(key) || this.balancer.endpointSet.has(key) || this.#transport.busy(key)) return;
     if ((this.balancer.loads.peek(key)?.inFlight ?? 0) > 0) return;
-    // Legacy mode keeps using connections to endpoints discovery dropped: keep them visible.
-    for (const pool of this.#legacyPools.values()) {
-      for (const c of pool.connections()) if (!c.closed && c.endpoint?.key === key) return;
-    }
     this.#entries.delete(key);
+    this.#transport.forget(key);
   }
 
-  #legacyPool(request: RoutedRequest): EndpointPool {
+  #legacyPool(request: RoutedRequest) {
     const origin = request.opts.origin;
-    const key = typeof origin === 'string' ? origin : String(origin);
-    let pool = this.#legacyPools.get(key);
-    if (pool === undefined) {
-      pool = this.#transport.createLegacyPool(new URL(key).origin, request.https, () => {
-        const ctx = this.#pick;
-        ctx.exclude = this.#legacyExclude;
-        this.#legacyExclude = undefined;
-        const picked = this.balancer.picker.pick(ctx);
-        if (picked.type === 'none') return this.#noEndpointError(picked.reason);
-        return picked.endpoint;
-      });
-      this.#legacyPools.set(key, pool);
-    }
-    return pool;
+    return this.#transport.legacyPool(typeof origin === 'string' ? origin : String(origin), request.https, () => {
+      // Queued requests still dial while the cluster closes: no closed check here.
+      const exclude = this.#legacyExclude;
+      this.#legacyExclude = undefined;
+      return this.#pickEndpoint(exclude);
+    });
   }
 
-  async #shutdown(err: Error | null | undefined): Promise<void> {
+  /** Refuses new work and fails requests still waiting for discovery (shared by close and destroy). */
+  #stop(err: Error | undefined): void {
+    if (this.#closed) return;
     this.#closed = true;
-    const closedError = err ?? new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is closed`);
+    const error = err ?? closedError(this.name);
     for (const r of this.#waiting) {
       r.waitTimer?.cancel();
-      r.fail(closedError);
+      r.fail(error);
     }
     this.#waiting.clear();
     this.#unsubscribe();
     this.#eligibleListeners.clear();
     this.#outlier?.close();
-    const pools = [...this.#legacyPools.values()];
-    for (const entry of this.#entries.values()) pools.push(...entry.pools());
-    if (err === undefined) await Promise.all(pools.map((p) => p.close()));
-    else await Promise.all(pools.map((p) => p.destroy(closedError)));
-    if (this.#ownsSource) await this.source.close();
+    this.balancer.close();
   }
 }

@@ -1,9 +1,8 @@
 /**
- * What a cluster keeps per endpoint beside the balancer's load record: its connection pools
- * (one per scheme), a sliding window of requests for the imbalance figures, and counters.
+ * What a cluster keeps per endpoint beside the balancer's load record (its pools belong to the
+ * transport): a sliding window of requests for the imbalance figures, and counters.
  */
 import type { Endpoint } from '../core/endpoint.js';
-import type { EndpointPool } from '../pool/endpoint-pool.js';
 import { SlidingCounter } from './sliding-counter.js';
 
 /** Buckets in the stats window. */
@@ -12,17 +11,9 @@ export const WINDOW_BUCKETS = 10;
 /** Per-endpoint state the cluster keeps beside the balancer's load record. */
 export class EndpointEntry {
   endpoint: Endpoint;
-  http: EndpointPool | undefined;
-  https: EndpointPool | undefined;
   readonly window = new SlidingCounter(WINDOW_BUCKETS);
   connectionsOpened = 0;
   constructor(endpoint: Endpoint) {
     this.endpoint = endpoint;
-  }
-  pools(): EndpointPool[] {
-    const out: EndpointPool[] = [];
-    if (this.http !== undefined) out.push(this.http);
-    if (this.https !== undefined) out.push(this.https);
-    return out;
   }
 }

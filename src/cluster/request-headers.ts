@@ -58,3 +58,20 @@ export function findHost(headers: Headers): string | undefined {
   for (const name in record) if (isHost(name)) return String(record[name]);
   return undefined;
 }
+
+/**
+ * The dispatch options a request is sent to an endpoint with: `host` kept as the Service's
+ * authority (never the endpoint IP) and, for TLS, the configured server name unless the
+ * caller set one. The caller's options are not mutated.
+ */
+export function forEndpoint(
+  opts: Dispatcher.DispatchOptions,
+  authority: string,
+  servername: string | undefined,
+): Dispatcher.DispatchOptions {
+  const sent = { ...opts, headers: withHost(opts.headers, authority) };
+  if (servername !== undefined && (opts as { servername?: string }).servername === undefined) {
+    (sent as { servername?: string }).servername = servername;
+  }
+  return sent;
+}

@@ -2,20 +2,30 @@
  * One request on its way through a `Cluster`: an undici handler (legacy callback style, the
  * style undici's `Client` runs natively) wrapped around the caller's handler. It tells the
  * cluster when the request leaves an endpoint and how (success, 5xx, connect failure,
- * transport error, abort), and decides whether to try again elsewhere:
- *
- * - a connect failure (refused, reset or timed out before anything was written) is retried
- *   once on a different endpoint, whatever the method;
- * - with `retryIdempotent: n`, an idempotent request with a replayable body is retried up to n
- *   times after a transport error or a 502/503/504, as long as the caller has seen nothing.
+ * transport error, abort) and asks the cluster's `RetryPolicy` whether to try again
+ * (connect failures, a kept-alive connection that failed before any answer, `retryOn`
+ * statuses within `retryIdempotent`; see `retry-policy.ts`).
  *
  * The caller's handler sees exactly one outcome; a swallowed 5xx body is discarded.
  */
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { Endpoint } from '../core/endpoint.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { PooledConnection, PoolRequest } from '../pool/endpoint-pool.js';
 import type { RequestOutcome } from './cluster-options.js';
+import {
+  type AttemptFailure,
+  classifyFailure,
+  IDEMPOTENT,
+  isReplayable,
+  noRetries,
+  outcomeOf,
+  RETRY_STATUS,
+  type RetryPolicy,
+  type RetryReason,
+  type RetryState,
+} from './retry-policy.js';
 
 /** The handler style undici's Client calls. */
 export interface LegacyHandler {
@@ -40,35 +50,14 @@ export interface RequestRouter {
   settle(request: RoutedRequest, outcome: RequestOutcome): void;
   /** The request never ran on its endpoint (the pool was draining): undo its accounting. */
   unbind(request: RoutedRequest): void;
-  /** Tries again on another endpoint; false when there is none. */
-  retry(request: RoutedRequest, reason: 'connect-failure' | 'idempotent'): boolean;
-  readonly retryIdempotent: number;
+  /** Tries again (on another endpoint when there is one); false when the cluster will not. */
+  retry(request: RoutedRequest, reason: RetryReason): boolean;
+  /** The cluster's retry policy. */
+  readonly retryPolicy: RetryPolicy;
 }
 
-const CONNECT_FAILURE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-  'ETIMEDOUT',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_SOCKET',
-]);
-/** Methods safe to send again (RFC 9110 §9.2.2). */
-export const IDEMPOTENT: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
-/** Statuses an idempotent request is retried on elsewhere (with `retryIdempotent`). */
-export const RETRY_STATUS: ReadonlySet<number> = new Set([502, 503, 504]);
-
-function isAbort(err: Error): boolean {
-  const code = (err as { code?: unknown }).code;
-  return err.name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR';
-}
-
-function replayable(body: unknown): boolean {
-  return body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array;
-}
+// The proxy's HTTP/1.1 path reads these from here.
+export { IDEMPOTENT, RETRY_STATUS };
 
 export class RoutedRequest implements PoolRequest, LegacyHandler {
   readonly router: RequestRouter;
@@ -89,8 +78,10 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   #responded = false;
   #swallowing = false;
   #statusCode = 0;
-  #connectRetried = false;
-  #idempotentRetries = 0;
+  /** The connection had carried a request before this attempt (set by the pool). */
+  reused = false;
+  /** Retries per reason; allocated on the first failure (the hot path has none). */
+  #retries: Record<RetryReason, number> | undefined;
   #done = false;
 
   constructor(router: RequestRouter, opts: Dispatcher.DispatchOptions, handler: LegacyHandler, https: boolean) {
@@ -98,6 +89,17 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
     this.opts = opts;
     this.handler = handler;
     this.https = https;
+  }
+
+  /** What the retry policy reads about this request. */
+  get #state(): RetryState {
+    this.#retries ??= noRetries();
+    return {
+      method: this.opts.method,
+      replayable: isReplayable(this.opts.body),
+      responded: this.#responded,
+      done: this.#retries,
+    };
   }
 
   /** Starts the current attempt's accounting (called by the router once the endpoint is known). */
@@ -136,7 +138,7 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   }
 
   onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
-    if (statusCode >= 500 && RETRY_STATUS.has(statusCode) && this.#mayRetryIdempotent()) {
+    if (statusCode >= 500 && this.router.retryPolicy.retriesStatus(statusCode, this.#state)) {
       this.#statusCode = statusCode;
       this.#swallowing = true;
       return true;
@@ -157,10 +159,15 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
     if (this.#swallowing) {
       this.#swallowing = false;
       this.#end('http-error', true);
-      this.#idempotentRetries++;
-      if (this.router.retry(this, 'idempotent')) return;
+      if (this.#retry({ type: 'status', status: this.#statusCode })) return;
       // Nowhere else to go: nothing can be shown of the discarded response.
-      this.#finish(new Error(`upstream answered ${this.#statusCode} and no other endpoint is available`));
+      this.#finish(
+        new EvenlbError(
+          ErrorCodes.NO_ENDPOINTS,
+          `upstream answered ${this.#statusCode} and no other endpoint is available to retry on`,
+          { details: { status: this.#statusCode, endpoint: this.endpoint?.key } },
+        ),
+      );
       return;
     }
     this.#end(this.#statusCode >= 500 ? 'http-error' : 'success', true);
@@ -186,43 +193,28 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   onError(err: Error): void {
     if (this.#done) return;
     if (!this.#attemptOpen && this.connection?.endpoint !== undefined) this.router.bind(this);
-    if (isAbort(err)) {
-      this.#end('aborted', false);
-      this.#finish(err);
-      return;
-    }
-    const code = (err as { code?: unknown }).code;
-    const connectFailure = !this.#connected && typeof code === 'string' && CONNECT_FAILURE_CODES.has(code);
-    this.#end(connectFailure ? 'connect-failure' : 'transport-error', false);
-    if (this.#responded) {
-      this.#finish(err);
-      return;
-    }
-    if (connectFailure && !this.#connectRetried) {
-      this.#connectRetried = true;
-      if (this.router.retry(this, 'connect-failure')) return;
-    } else if (this.#mayRetryIdempotent()) {
-      this.#idempotentRetries++;
-      if (this.router.retry(this, 'idempotent')) return;
-    }
-    this.#finish(err);
+    const failure = classifyFailure(err, this.#connected, this.reused);
+    this.#end(outcomeOf(failure), false);
+    if (!this.#retry(failure)) this.#finish(err);
   }
 
   /** Resets per-attempt state before the router sends the request again. */
   prepareRetry(): void {
     this.exclude = this.endpoint?.key;
     this.connection = undefined;
+    this.reused = false;
     this.#connected = false;
     this.#statusCode = 0;
   }
 
-  #mayRetryIdempotent(): boolean {
-    return (
-      !this.#responded &&
-      this.#idempotentRetries < this.router.retryIdempotent &&
-      IDEMPOTENT.has(this.opts.method) &&
-      replayable(this.opts.body)
-    );
+  /** Asks the cluster's policy; true when the request was sent again. */
+  #retry(failure: AttemptFailure): boolean {
+    const state = this.#state;
+    const reason = this.router.retryPolicy.decide(failure, state);
+    if (reason === undefined) return false;
+    const retries = state.done as Record<RetryReason, number>;
+    retries[reason]++;
+    return this.router.retry(this, reason);
   }
 
   #end(outcome: RequestOutcome, reusable: boolean): void {

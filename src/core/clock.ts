@@ -18,6 +18,16 @@ export interface Clock {
   setTimeout(fn: () => void, delayMs: number): TimerHandle;
 }
 
+/** True for an object that implements `Clock` (`now()` and `setTimeout()`); the one check option parsers use. */
+export function isClock(value: unknown): value is Clock {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Clock).now === 'function' &&
+    typeof (value as Clock).setTimeout === 'function'
+  );
+}
+
 /** The real clock: `performance.now()` and unref'd Node timers. */
 export const systemClock: Clock = Object.freeze({
   now: () => performance.now(),

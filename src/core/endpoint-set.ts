@@ -13,15 +13,35 @@ export interface EndpointSetDiff {
   readonly changed: readonly (readonly [Endpoint, Endpoint])[];
 }
 
+/**
+ * A Service's `spec.trafficDistribution` (Kubernetes 1.31+): `PreferClose` and its newer name
+ * `PreferSameZone` ask for same-zone endpoints first; `PreferSameNode` for same-node ones
+ * (treated as same-zone here). Any other value is kept as given and means no preference.
+ */
+export type TrafficDistribution = 'PreferClose' | 'PreferSameZone' | 'PreferSameNode' | (string & {});
+
+/** Service-level facts that travel with a snapshot. */
+export interface EndpointSetMeta {
+  readonly trafficDistribution?: TrafficDistribution;
+  /** The caller's own zone, when discovery learnt it (the Kubernetes source reads its node's label). */
+  readonly callerZone?: string;
+}
+
 export class EndpointSet {
   static readonly EMPTY = new EndpointSet([]);
 
   readonly endpoints: readonly Endpoint[];
+  /** The Service's `trafficDistribution`, when discovery knows it (Kubernetes sources). */
+  readonly trafficDistribution: TrafficDistribution | undefined;
+  /** The caller's zone as discovery learnt it; zone routing uses it unless configured otherwise. */
+  readonly callerZone: string | undefined;
   readonly #byKey: ReadonlyMap<string, Endpoint>;
   #eligible: readonly Endpoint[] | undefined;
 
   /** Builds a set; a later duplicate key replaces an earlier one. Order is kept (first occurrence). */
-  constructor(endpoints: Iterable<Endpoint>) {
+  constructor(endpoints: Iterable<Endpoint>, meta: EndpointSetMeta = {}) {
+    this.trafficDistribution = meta.trafficDistribution;
+    this.callerZone = meta.callerZone;
     const byKey = new Map<string, Endpoint>();
     for (const e of endpoints) byKey.set(e.key, e);
     this.#byKey = byKey;
@@ -29,10 +49,10 @@ export class EndpointSet {
   }
 
   /** Builds a set from plain inputs, applying Kubernetes' condition defaults. */
-  static from(inputs: Iterable<EndpointInput | Endpoint>): EndpointSet {
+  static from(inputs: Iterable<EndpointInput | Endpoint>, meta: EndpointSetMeta = {}): EndpointSet {
     const list: Endpoint[] = [];
     for (const i of inputs) list.push(createEndpoint(i));
-    return new EndpointSet(list);
+    return new EndpointSet(list, meta);
   }
 
   get size(): number {
@@ -63,6 +83,7 @@ export class EndpointSet {
 
   /** True when both sets hold the same endpoints with the same attributes (order ignored). */
   equals(other: EndpointSet): boolean {
+    if (this.trafficDistribution !== other.trafficDistribution || this.callerZone !== other.callerZone) return false;
     const d = EndpointSet.diff(this, other);
     return d.added.length === 0 && d.removed.length === 0 && d.changed.length === 0;
   }

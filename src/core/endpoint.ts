@@ -28,6 +28,11 @@ export interface Endpoint {
   /** Relative weight, > 0; 1 unless stated. */
   readonly weight: number;
   readonly zone?: string;
+  /**
+   * EndpointSlice `hints.forZones`: the zones whose clients this endpoint should serve
+   * (topology-aware routing). Absent when the slice carries no hints.
+   */
+  readonly forZones?: readonly string[];
   readonly nodeName?: string;
   readonly targetRef?: TargetRef;
   readonly conditions: EndpointConditions;
@@ -41,6 +46,7 @@ export interface EndpointInput {
   port: number;
   weight?: number;
   zone?: string;
+  forZones?: readonly string[];
   nodeName?: string;
   targetRef?: TargetRef;
   conditions?: { ready?: boolean | null; serving?: boolean | null; terminating?: boolean | null };
@@ -83,6 +89,13 @@ export function createEndpoint(input: EndpointInput): Endpoint {
   if (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0) {
     throw invalid('weight', 'a finite number > 0', weight);
   }
+  const forZones = input.forZones;
+  if (
+    forZones !== undefined &&
+    (!Array.isArray(forZones) || !forZones.every((z) => typeof z === 'string' && z !== ''))
+  ) {
+    throw invalid('forZones', 'an array of non-empty zone names', forZones);
+  }
   const c = input.conditions ?? {};
   for (const name of ['ready', 'serving', 'terminating'] as const) {
     const v = c[name];
@@ -93,6 +106,7 @@ export function createEndpoint(input: EndpointInput): Endpoint {
     port,
     weight,
     ...(input.zone === undefined ? {} : { zone: input.zone }),
+    ...(forZones === undefined ? {} : { forZones: Object.freeze([...forZones]) }),
     ...(input.nodeName === undefined ? {} : { nodeName: input.nodeName }),
     ...(input.targetRef === undefined ? {} : { targetRef: Object.freeze({ ...input.targetRef }) }),
     conditions: Object.freeze({
@@ -110,6 +124,7 @@ export function endpointChanged(a: Endpoint, b: Endpoint): boolean {
   return (
     a.weight !== b.weight ||
     a.zone !== b.zone ||
+    (a.forZones?.join(',') ?? '') !== (b.forZones?.join(',') ?? '') ||
     a.nodeName !== b.nodeName ||
     a.conditions.ready !== b.conditions.ready ||
     a.conditions.serving !== b.conditions.serving ||

@@ -1,7 +1,8 @@
 /**
- * The catalogue of evenlb errors. Every error thrown or surfaced by evenlb is an
- * `EvenlbError` with a stable `code`, so callers can branch on the code and never on the
- * message text. Messages name the thing at fault and what was expected.
+ * The catalogue of evenlb errors. Every error evenlb itself raises is an `EvenlbError` with a
+ * stable `code`, so callers can branch on the code and never on the message text; errors from
+ * the network or from undici (`ECONNREFUSED`, `UND_ERR_SOCKET`, TLS errors...) are passed on
+ * with their own codes. Messages name the thing at fault and what was expected.
  */
 
 /** Stable error codes, with the situation each one names. */

@@ -98,7 +98,7 @@ export const opt = {
       c,
     );
   },
-  /** A field with a custom check; `check` returns the parsed value or throws via `fail`. */
+  /** A field with a custom check: `check` is a type guard; a value it rejects fails with `expected`. */
   custom<T, C extends Common<T>>(expected: string, check: (v: unknown) => v is T, c: C = {} as C) {
     return field(expected, check, c);
   },

@@ -86,6 +86,35 @@ export async function waitForListener(
   }
 }
 
+let peersFiles = 0;
+
+/**
+ * Gives the pods of `dataplane` a watched `file:///` endpoint list of their own Service (the
+ * fair-share recycler's peers), rewritten atomically on every endpoint change before the
+ * dataplane's own publishing. `podArgs` come after the peers flag.
+ */
+export function withPeersFile(dataplane: PhaseDataplane, dir: string, podArgs: readonly string[]): PhaseDataplane {
+  const file = join(dir, `peers-${++peersFiles}.json`);
+  let version = 0;
+  const write = async (endpoints: EndpointInput[]): Promise<void> => {
+    const tmp = `${file}.${++version}.tmp`;
+    await writeFile(tmp, `${JSON.stringify(endpoints, null, 2)}\n`);
+    await rename(tmp, file);
+  };
+  return {
+    ...dataplane,
+    podArgs: [...(dataplane.podArgs ?? []), '--fair-share-peers', pathToFileURL(file).href, ...podArgs],
+    async start(endpoints) {
+      await write(endpoints);
+      await dataplane.start?.(endpoints);
+    },
+    async publish(endpoints) {
+      await write(endpoints);
+      await dataplane.publish?.(endpoints);
+    },
+  };
+}
+
 const PROXY_HOST = '127.0.2.1';
 
 /**

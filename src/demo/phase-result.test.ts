@@ -40,7 +40,8 @@ describe('demo options', () => {
     const o = parseDemoOptions({});
     expect(o).toMatchObject({
       pods: 4,
-      clients: 8,
+      clients: 20,
+      ratePerClient: 80,
       durationMs: 11_000,
       phases: ['pinned', 'client', 'proxy', 'recycler'],
     });

@@ -4,8 +4,10 @@
  * phase and says why.
  */
 
-export const PHASE_IDS = ['pinned', 'client', 'proxy', 'recycler'] as const;
+export const PHASE_IDS = ['pinned', 'client', 'proxy', 'recycler', 'recycler-age'] as const;
 export type PhaseId = (typeof PHASE_IDS)[number];
+/** The phases run when `--phases` is not given (the age-only recycler is shown on request). */
+export const DEFAULT_PHASE_IDS: readonly PhaseId[] = ['pinned', 'client', 'proxy', 'recycler'];
 
 export interface PhaseInfo {
   readonly id: PhaseId;
@@ -46,11 +48,21 @@ export const PHASES: Readonly<Record<PhaseId, PhaseInfo>> = Object.freeze({
   },
   recycler: {
     id: 'recycler',
-    title: 'recycler: pinned clients, servers recycle connections',
+    title: 'recycler: pinned clients, servers shed their excess (fair share)',
     explanation:
       'The server-side cure. Clients are pinned as in the first phase, but every pod runs the evenlb connection ' +
-      'recycler: after a number of requests or an age (with jitter) a connection is closed gracefully ' +
-      '(Connection: close), so clients re-dial and each re-dial is a fresh random pick. Imbalance is bounded and ' +
-      'the new pod fills up within a recycling period, at the price of periodic reconnects.',
+      'recycler with fair-share shedding: each pod asks a few peers (listed in a watched file:/// endpoint list, as ' +
+      'an EndpointSlice would list them) for their load and closes a connection gracefully (Connection: close) ' +
+      'only while it serves more than the fleet mean plus 10%. The re-dial lands on a random pod; pods at or ' +
+      'below their share close nothing, so the fleet settles with few reconnects and the new pod is filled by ' +
+      'the others shedding toward it.',
+  },
+  'recycler-age': {
+    id: 'recycler-age',
+    title: 'recycler (age only): pinned clients, servers recycle by age and request count',
+    explanation:
+      'For comparison: every pod closes each connection after 100 requests or 5 s (with jitter), whatever its ' +
+      'load, so clients re-dial and re-roll the dice. Imbalance is bounded by how often the dice are re-rolled, ' +
+      'and every re-roll costs a handshake.',
   },
 });

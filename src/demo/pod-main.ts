@@ -6,8 +6,15 @@
  * grace period whatever is still open is closed. With `--recycle-*` flags the server runs
  * evenlb's connection recycler, the server-side cure for pinned keep-alive connections.
  *
+ * With `--fair-share-peers URI` the recycler sheds by fair share instead: the pod learns its
+ * peers from that endpoint list (the demo's file:///), serves its load on the same port, and
+ * closes connections only while it carries more than its share.
+ *
  * Usage (spawned by the demo): `node pod.js --name pod-1 --address 127.0.1.1 [--port 0]
- *   [--recycle-max-requests N] [--recycle-max-age-ms MS] [--recycle-grace-ms MS] [--seed N] --evenlb-demo RUN`
+ *   [--recycle-max-requests N] [--recycle-max-age-ms MS] [--recycle-grace-ms MS]
+ *   [--fair-share-peers URI [--fair-share-tolerance F] [--fair-share-period-ms MS] [--fair-share-window-ms MS]
+ *    [--fair-share-warmup-ms MS] [--fair-share-cooldown-ms MS] [--fair-share-max-shed-fraction F]]
+ *   [--seed N] --evenlb-demo RUN`
  */
 import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -19,6 +26,9 @@ import { listenToParent, sendToParent } from './child-channel.js';
 
 const STATS_INTERVAL_MS = 100;
 
+const optional = <K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> =>
+  value === undefined ? {} : ({ [key]: value } as Record<K, number>);
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -28,6 +38,13 @@ async function main(): Promise<void> {
       'recycle-max-requests': { type: 'string' },
       'recycle-max-age-ms': { type: 'string' },
       'recycle-grace-ms': { type: 'string' },
+      'fair-share-peers': { type: 'string' },
+      'fair-share-tolerance': { type: 'string' },
+      'fair-share-period-ms': { type: 'string' },
+      'fair-share-window-ms': { type: 'string' },
+      'fair-share-warmup-ms': { type: 'string' },
+      'fair-share-cooldown-ms': { type: 'string' },
+      'fair-share-max-shed-fraction': { type: 'string' },
       seed: { type: 'string' },
       'evenlb-demo': { type: 'string' },
     },
@@ -40,8 +57,16 @@ async function main(): Promise<void> {
   let draining = false;
   const sockets = new Set<Socket>();
 
+  // A connection counts once it carries a request for the application: peers' load-exchange
+  // questions (answered by the recycler, never seen here) are not clients.
+  const counted = new WeakSet<Socket>();
   const server = createServer((req, res) => {
     requests++;
+    if (!counted.has(req.socket)) {
+      counted.add(req.socket);
+      openConnections++;
+      connectionsTotal++;
+    }
     req.resume();
     const body = `${name}\n`;
     if (draining) res.setHeader('connection', 'close');
@@ -53,23 +78,37 @@ async function main(): Promise<void> {
   server.keepAliveTimeout = 120_000;
   server.headersTimeout = 130_000;
   server.on('connection', (socket: Socket) => {
-    openConnections++;
-    connectionsTotal++;
     sockets.add(socket);
     socket.on('close', () => {
-      openConnections--;
+      if (counted.has(socket)) openConnections--;
       sockets.delete(socket);
     });
   });
 
   const maxRequests = values['recycle-max-requests'];
   const maxAge = values['recycle-max-age-ms'];
-  if (maxRequests !== undefined || maxAge !== undefined) {
+  const peers = values['fair-share-peers'];
+  const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
+  if (maxRequests !== undefined || maxAge !== undefined || peers !== undefined) {
     recycleConnections(server, {
       ...(maxRequests === undefined ? {} : { maxRequestsPerConnection: Number(maxRequests) }),
       ...(maxAge === undefined ? {} : { maxConnectionAgeMs: Number(maxAge) }),
       ...(values['recycle-grace-ms'] === undefined ? {} : { graceMs: Number(values['recycle-grace-ms']) }),
       ...(values.seed === undefined ? {} : { random: new SeededRandom(Number(values.seed)) }),
+      ...(peers === undefined
+        ? {}
+        : {
+            fairShare: {
+              peers,
+              self: address,
+              ...optional('tolerance', num(values['fair-share-tolerance'])),
+              ...optional('periodMs', num(values['fair-share-period-ms'])),
+              ...optional('windowMs', num(values['fair-share-window-ms'])),
+              ...optional('warmupMs', num(values['fair-share-warmup-ms'])),
+              ...optional('cooldownMs', num(values['fair-share-cooldown-ms'])),
+              ...optional('maxShedFraction', num(values['fair-share-max-shed-fraction'])),
+            },
+          }),
     });
   }
 

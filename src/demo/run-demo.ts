@@ -10,7 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Clock, systemClock } from '../core/clock.js';
-import { agentDataplane, proxyDataplane } from './dataplanes.js';
+import { agentDataplane, proxyDataplane, withPeersFile } from './dataplanes.js';
 import { killAllChildren } from './demo-child.js';
 import type { DemoOptions } from './demo-options.js';
 import { type DemoReportData, renderHtmlReport } from './html-report.js';
@@ -36,6 +36,29 @@ export const DEMO_RUN_ENV = 'EVENLB_DEMO_RUN';
  */
 const RECYCLE_ARGS = ['--recycle-max-requests', '100', '--recycle-max-age-ms', '5000', '--recycle-grace-ms', '500'];
 
+/**
+ * Fair-share settings for the recycler phase's pods, scaled to a phase of seconds (production
+ * defaults are a 1 s period over a 2 s window): decide every 200 ms on the load of the last
+ * 600 ms, warm up for 600 ms, wait 400 ms after shedding, shed up to half the connections per
+ * decision; the default 10% tolerance; a 60 s age limit behind it as a ceiling.
+ */
+const FAIR_SHARE_ARGS = [
+  '--fair-share-period-ms',
+  '200',
+  '--fair-share-window-ms',
+  '600',
+  '--fair-share-warmup-ms',
+  '600',
+  '--fair-share-cooldown-ms',
+  '400',
+  '--fair-share-max-shed-fraction',
+  '0.5',
+  '--recycle-max-age-ms',
+  '60000',
+  '--recycle-grace-ms',
+  '500',
+];
+
 export interface DemoIo {
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WritableStream & { isTTY?: boolean };
@@ -59,7 +82,7 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
     io.stderr.write(`${text}\n`);
   };
 
-  const netfilterPhases = options.phases.filter((p) => p === 'pinned' || p === 'recycler');
+  const netfilterPhases = options.phases.filter((p) => p === 'pinned' || p === 'recycler' || p === 'recycler-age');
   if (options.dataplane === 'netfilter' && netfilterPhases.length > 0) {
     const missing = netfilter.support();
     if (missing !== undefined) {
@@ -109,6 +132,12 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
         case 'proxy':
           return proxyDataplane(tmp, clock);
         case 'recycler':
+          if (options.dataplane === 'netfilter') {
+            const ns = await netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT });
+            return withPeersFile(netfilterDataplane(ns), tmp, FAIR_SHARE_ARGS);
+          }
+          return withPeersFile(agentDataplane(false), tmp, FAIR_SHARE_ARGS);
+        case 'recycler-age':
           if (options.dataplane === 'netfilter') {
             const ns = await netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT });
             return netfilterDataplane(ns, RECYCLE_ARGS);

@@ -74,6 +74,7 @@ const POD_GRACE_MS = 500;
 const SCALE_OUT_AT = 0.4;
 const RESTART_AT = 0.65;
 const RESTART_SPAN = 0.3;
+const MIN_AFTER_SCALE_OUT = 0.2;
 
 class Aborted extends Error {}
 
@@ -233,6 +234,10 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
     const afterFrom = snapshot();
     const afterFromMs = phaseElapsed();
     await at(RESTART_AT);
+    // On a busy machine the new pod may start late: the window after the scale-out still lasts
+    // at least MIN_AFTER_SCALE_OUT of the phase, so its share is measured, not an empty window.
+    const minAfter = afterFromMs + MIN_AFTER_SCALE_OUT * D - phaseElapsed();
+    if (minAfter > 0) await sleep(clock, minAfter, signal);
     const afterTo = snapshot();
     const afterToMs = phaseElapsed();
 

@@ -18,7 +18,7 @@
  */
 import { lookup, Resolver } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
+import { type Clock, isClock, systemClock, type TimerHandle } from '../core/clock.js';
 import type { EndpointInput } from '../core/endpoint.js';
 import { EndpointSet } from '../core/endpoint-set.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
@@ -26,8 +26,6 @@ import { opt, type Parsed, parseOptions } from '../core/options.js';
 import { BaseEndpointSource } from './endpoint-source.js';
 import { type DiscoveryLogger, discoveryLogger } from './file-endpoint-source.js';
 
-const isClock = (v: unknown): v is Clock =>
-  typeof v === 'object' && v !== null && typeof (v as Clock).now === 'function';
 const isLogger = (v: unknown): v is DiscoveryLogger =>
   typeof v === 'object' && v !== null && typeof (v as DiscoveryLogger).warn === 'function';
 

@@ -19,7 +19,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute } from 'node:path';
 import pino from 'pino';
-import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
+import { type Clock, isClock, systemClock, type TimerHandle } from '../core/clock.js';
 import { EndpointSet } from '../core/endpoint-set.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { opt, parseOptions } from '../core/options.js';
@@ -41,8 +41,6 @@ export function discoveryLogger(): DiscoveryLogger {
 
 const isLogger = (v: unknown): v is DiscoveryLogger =>
   typeof v === 'object' && v !== null && typeof (v as DiscoveryLogger).warn === 'function';
-const isClock = (v: unknown): v is Clock =>
-  typeof v === 'object' && v !== null && typeof (v as Clock).now === 'function';
 
 const fileSourceSpec = {
   /** Absolute path of the JSON file. */

@@ -9,6 +9,7 @@
 import type { Counter, Histogram, Registry } from 'prom-client';
 import type { ClusterObserver, RequestOutcome } from '../cluster/cluster-options.js';
 import type { ClusterStats, EndpointStats } from '../cluster/cluster-stats.js';
+import type { RetryReason } from '../cluster/retry-policy.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
 import { registeredCounter, registeredGauge, registeredHistogram } from './registered-instruments.js';
 
@@ -30,6 +31,8 @@ export const clientMetricNames = Object.freeze({
   imbalanceMaxOverMean: 'evenlb_client_imbalance_max_over_mean',
   imbalanceCov: 'evenlb_client_imbalance_cov',
   imbalanceJain: 'evenlb_client_imbalance_jain',
+  endpointSlowStartWeight: 'evenlb_client_endpoint_slow_start_weight',
+  zoneRequestShare: 'evenlb_client_zone_request_share',
 });
 
 /** Something whose stats the scrape-time gauges read (a BalancedAgent). */
@@ -71,7 +74,7 @@ export class ClientMetrics {
     this.#retries = registeredCounter(
       registry,
       clientMetricNames.retries,
-      'Extra attempts on another endpoint, by reason (connect-failure, idempotent).',
+      'Extra attempts, by reason (connect-failure, reused-connection, idempotent).',
       ['client', 'route', 'reason'],
     );
     this.#opened = registeredCounter(
@@ -117,6 +120,22 @@ export class ClientMetrics {
       clientMetricNames.windowRequests,
       'Requests per endpoint within the stats window.',
       (e) => e.windowRequests,
+    );
+    endpointGauge(
+      clientMetricNames.endpointSlowStartWeight,
+      'Slow-start multiplier on the endpoint weight (1 = full weight).',
+      (e) => e.slowStartWeight,
+    );
+    registeredGauge(
+      registry,
+      clientMetricNames.zoneRequestShare,
+      "Each zone's share of the route's requests within the stats window (0..1).",
+      ['client', 'route', 'zone'],
+      (g) => {
+        for (const { client, stats } of collectStats())
+          for (const r of stats.routes)
+            for (const z of r.zones) g.set({ client, route: r.name, zone: z.zone }, z.share);
+      },
     );
     const imbalanceGauge = (name: string, help: string, pick: (s: ClusterStats) => number) =>
       registeredGauge(registry, name, help, ['client', 'route'], (g) => {
@@ -180,7 +199,7 @@ export class ClientMetrics {
         h.observe(durationMs / 1000);
         next?.requestEnded?.(route, endpoint, outcome, durationMs);
       },
-      retried: (route: string, reason: 'connect-failure' | 'idempotent') => {
+      retried: (route: string, reason: RetryReason) => {
         this.#retries.labels(client, route, reason).inc();
         next?.retried?.(route, reason);
       },

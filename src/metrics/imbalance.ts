@@ -1,6 +1,6 @@
 /**
  * How unevenly load is spread: the figures every part of evenlb reports (client stats, proxy
- * gauges, simulator, demo, doctor) from one implementation.
+ * gauges, simulator, demo) from one implementation.
  *
  * - `maxOverMean`: the busiest share over the mean share; 1 is perfect, K means one of K takes all.
  * - `cov`: coefficient of variation (population standard deviation / mean); 0 is perfect.

@@ -3,7 +3,7 @@ import { Balancer } from '../balancing/balancer.js';
 import { ManualClock } from '../core/clock.js';
 import { EndpointSet } from '../core/endpoint-set.js';
 import { SeededRandom } from '../core/random.js';
-import { ProxyMetrics, proxyMetricNames } from './proxy-metrics.js';
+import { bucketQuantileMs, LATENCY_BUCKETS_S, ProxyMetrics, proxyMetricNames } from './proxy-metrics.js';
 
 function setup() {
   const clock = new ManualClock();
@@ -59,5 +59,29 @@ describe('ProxyMetrics', () => {
     clock.advance(12_000);
     expect(metrics.stats()[0]?.imbalance.maxOverMean).toBe(1);
     metrics.close();
+  });
+});
+
+describe('measured latency quantiles over the window', () => {
+  it('p50/p99 per endpoint from the histogram, only the window counted', () => {
+    const { clock, metrics } = setup();
+    for (let i = 0; i < 100; i++) metrics.observeUpstream('web', '10.0.0.1:80', 400); // before the window
+    clock.advance(11_000); // the sampler's first sample ages out; a new one holds the 400 ms counts
+    for (let i = 0; i < 99; i++) metrics.observeUpstream('web', '10.0.0.1:80', 3);
+    metrics.observeUpstream('web', '10.0.0.1:80', 40);
+    clock.advance(200);
+    const e = metrics.stats()[0]?.endpoints.find((x) => x.key === '10.0.0.1:80');
+    expect(e?.p50Ms).toBeGreaterThan(2.5);
+    expect(e?.p50Ms).toBeLessThanOrEqual(5);
+    expect(e?.p99Ms).toBeLessThanOrEqual(5);
+    expect(metrics.stats()[0]?.endpoints.find((x) => x.key === '10.0.0.2:80')?.p50Ms).toBeNull();
+    metrics.close();
+  });
+
+  it('bucketQuantileMs interpolates within a bucket and reads null for no counts', () => {
+    const b = new Float64Array(LATENCY_BUCKETS_S.length);
+    expect(bucketQuantileMs(b, 0.5)).toBeNull();
+    b[4] = 10; // (5 ms, 10 ms]
+    expect(bucketQuantileMs(b, 0.5)).toBeCloseTo(7.5);
   });
 });

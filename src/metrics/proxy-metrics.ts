@@ -32,6 +32,8 @@ export const proxyMetricNames = Object.freeze({
   imbalanceMaxOverMean: 'evenlb_proxy_imbalance_max_over_mean',
   imbalanceCov: 'evenlb_proxy_imbalance_cov',
   imbalanceJain: 'evenlb_proxy_imbalance_jain',
+  endpointSlowStartWeight: 'evenlb_proxy_endpoint_slow_start_weight',
+  zoneRequestShare: 'evenlb_proxy_zone_request_share',
   downstreamRequests: 'evenlb_proxy_downstream_requests_total',
   downstreamConnections: 'evenlb_proxy_downstream_connections',
   rejected: 'evenlb_proxy_rejected_requests_total',
@@ -41,6 +43,8 @@ export const proxyMetricNames = Object.freeze({
 interface Sample {
   readonly atMs: number;
   readonly counts: ReadonlyMap<string, number>;
+  /** Each endpoint's latency bucket counts at `atMs` (copies), for windowed quantiles. */
+  readonly latency: ReadonlyMap<string, Float64Array>;
 }
 
 /** Upper bounds (seconds) of the upstream latency histogram's buckets. */
@@ -95,17 +99,61 @@ function latencyHistogram(name: string, data: ReadonlyMap<string, LatencyCounts>
   return { name, help, type: 'histogram', aggregator: 'sum', labelNames: ['cluster', 'endpoint'], get, reset() {} };
 }
 
+/** Bucket counts observed since `before` (all of `now` when there is no earlier sample). */
+function windowBuckets(now: Float64Array | undefined, before: Float64Array | undefined): Float64Array | undefined {
+  if (now === undefined) return undefined;
+  if (before === undefined) return now;
+  const out = new Float64Array(now.length);
+  for (let i = 0; i < now.length; i++) out[i] = (now[i] as number) - (before[i] as number);
+  return out;
+}
+
+/**
+ * The `q` quantile of non-cumulative bucket counts over `LATENCY_BUCKETS_S`, in ms, linear
+ * within the bucket it falls in (the first bucket starts at 0); null when there are no counts.
+ * Observations above the last bound are not in the buckets: a quantile there reads the last bound.
+ */
+export function bucketQuantileMs(buckets: Float64Array | undefined, q: number): number | null {
+  if (buckets === undefined) return null;
+  let total = 0;
+  for (const n of buckets) total += n;
+  if (total <= 0) return null;
+  const rank = q * total;
+  let seen = 0;
+  for (let i = 0; i < buckets.length; i++) {
+    const n = buckets[i] as number;
+    if (n > 0 && seen + n >= rank) {
+      const lo = i === 0 ? 0 : (LATENCY_BUCKETS_S[i - 1] as number);
+      const hi = LATENCY_BUCKETS_S[i] as number;
+      return (lo + ((hi - lo) * (rank - seen)) / n) * 1000;
+    }
+    seen += n;
+  }
+  return (LATENCY_BUCKETS_S[LATENCY_BUCKETS_S.length - 1] as number) * 1000;
+}
+
 export interface EndpointStats {
   readonly key: string;
   readonly requests: number;
   readonly inFlight: number;
   readonly errors: number;
   readonly connections: number;
+  /** The balancer's latency estimate (its EWMA), ms: what picks use, not a measurement. */
   readonly latencyMs: number;
+  /**
+   * Measured upstream latency over the sliding window, ms, from the latency histogram (linear
+   * within a bucket, like Prometheus' `histogram_quantile`); null with no request in the window.
+   */
+  readonly p50Ms: number | null;
+  readonly p99Ms: number | null;
   readonly ready: boolean;
   readonly terminating: boolean;
   readonly ejected: boolean;
   readonly eligible: boolean;
+  /** The endpoint's zone; `""` when discovery gives none. */
+  readonly zone: string;
+  /** Slow-start multiplier on its weight now, (0, 1]; 1 when not ramping. */
+  readonly slowStartWeight: number;
 }
 
 export interface ClusterStats {
@@ -114,6 +162,8 @@ export interface ClusterStats {
   /** Over the sliding window's request deltas, eligible endpoints only. */
   readonly imbalance: Imbalance;
   readonly ejections: number;
+  /** Each zone's share of the sliding window's requests, 0..1. */
+  readonly zoneShares: ReadonlyMap<string, number>;
 }
 
 export interface ProxyMetricsOptions {
@@ -180,6 +230,12 @@ export class ProxyMetrics {
       e.ejected ? 1 : 0,
     );
     perEndpoint(n.endpointReady, '1 while the endpoint is ready.', 'gauge', (e) => (e.ready ? 1 : 0));
+    perEndpoint(
+      n.endpointSlowStartWeight,
+      'Slow-start multiplier on the endpoint weight (1 = full weight).',
+      'gauge',
+      (e) => e.slowStartWeight,
+    );
     const self = this;
     this.#ejectionsCounter = new Counter({
       name: n.endpointEjections,
@@ -191,6 +247,17 @@ export class ProxyMetrics {
         for (const c of self.#clusters()) {
           for (const e of c.balancer.endpointSet.endpoints) this.inc({ cluster: c.name, endpoint: e.key }, 0);
         }
+      },
+    });
+    new Gauge({
+      name: n.zoneRequestShare,
+      help: "Each zone's share of the cluster's requests, sliding window (0..1).",
+      labelNames: ['cluster', 'zone'],
+      registers: [r],
+      collect(this: Gauge<'cluster' | 'zone'>) {
+        this.reset();
+        for (const c of self.stats())
+          for (const [zone, share] of c.zoneShares) this.set({ cluster: c.name, zone }, share);
       },
     });
     const perCluster = (name: string, help: string, read: (i: Imbalance) => number) =>
@@ -336,9 +403,13 @@ export class ProxyMetrics {
       const b = c.balancer;
       const eligible = new Set(b.picker.endpoints.map((t) => t.endpoint.key));
       const conns = c.connections();
+      const slowStart = new Map(b.weights().map((w) => [w.key, w.slowStart]));
       const endpoints: EndpointStats[] = [];
+      const measured = this.#latencyByCluster.get(c.name);
+      const oldest = this.#samples.get(c.name)?.[0]?.latency;
       for (const e of b.endpointSet.endpoints) {
         const load = b.loads.peek(e.key);
+        const window = windowBuckets(measured?.get(e.key)?.buckets, oldest?.get(e.key));
         endpoints.push({
           key: e.key,
           requests: load?.requests ?? 0,
@@ -346,10 +417,14 @@ export class ProxyMetrics {
           errors: load?.errors ?? 0,
           connections: conns.get(e.key) ?? 0,
           latencyMs: load?.latencyMs(now) ?? 0,
+          p50Ms: bucketQuantileMs(window, 0.5),
+          p99Ms: bucketQuantileMs(window, 0.99),
           ready: e.conditions.ready,
           terminating: e.conditions.terminating,
           ejected: b.ejected.has(e.key),
           eligible: eligible.has(e.key),
+          zone: e.zone ?? '',
+          slowStartWeight: slowStart.get(e.key) ?? 1,
         });
       }
       out.push({
@@ -357,6 +432,7 @@ export class ProxyMetrics {
         endpoints,
         imbalance: this.#windowImbalance(c.name, endpoints),
         ejections: this.#ejections.get(c.name) ?? 0,
+        zoneShares: this.#zoneShares(c.name, endpoints),
       });
     }
     this.#statsCache = { atMs: now, stats: out };
@@ -374,18 +450,34 @@ export class ProxyMetrics {
     return imbalance(deltas);
   }
 
+  /** Window request deltas summed per zone, as shares of the cluster's total. */
+  #zoneShares(cluster: string, endpoints: readonly EndpointStats[]): Map<string, number> {
+    const oldest = this.#samples.get(cluster)?.[0];
+    const perZone = new Map<string, number>();
+    let total = 0;
+    for (const e of endpoints) {
+      const delta = e.requests - (oldest?.counts.get(e.key) ?? 0);
+      perZone.set(e.zone, (perZone.get(e.zone) ?? 0) + delta);
+      total += delta;
+    }
+    for (const [zone, n] of perZone) perZone.set(zone, total === 0 ? 0 : n / total);
+    return perZone;
+  }
+
   #sample(): void {
     if (this.#closed) return;
     const now = this.#clock.now();
     for (const c of this.#clusters()) {
       const counts = new Map<string, number>();
       for (const load of c.balancer.loads.values()) counts.set(load.key, load.requests);
+      const latency = new Map<string, Float64Array>();
+      for (const [key, l] of this.#latencyByCluster.get(c.name) ?? []) latency.set(key, l.buckets.slice());
       let list = this.#samples.get(c.name);
       if (list === undefined) {
         list = [];
         this.#samples.set(c.name, list);
       }
-      list.push({ atMs: now, counts });
+      list.push({ atMs: now, counts, latency });
       while (list.length > 1 && (list[0] as Sample).atMs < now - this.#windowMs) list.shift();
     }
     const names = new Set(this.#clusters().map((c) => c.name));

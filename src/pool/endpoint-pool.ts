@@ -21,6 +21,7 @@ import { type buildConnector, Client, type Dispatcher } from 'undici';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { Shutdown } from '../core/shutdown.js';
 import type { CloseReason, ConnectionLife, LifetimePolicy } from './lifetime-policy.js';
 
 /** A request the pool can run: a legacy-style undici handler that knows its own options. */
@@ -28,6 +29,8 @@ export interface PoolRequest extends Dispatcher.DispatchHandler {
   readonly opts: Dispatcher.DispatchOptions;
   /** Set by the pool when the request is assigned to a connection. */
   connection: PooledConnection | undefined;
+  /** Set by the pool: the connection had already carried a request on its current socket. */
+  reused?: boolean;
   /** The pool will not run this request (it is draining): send it somewhere else. */
   reroute(): void;
 }
@@ -73,7 +76,7 @@ export class PooledConnection implements ConnectionLife {
   idleSinceMs: number;
   /** Requests this connection may carry at once: 1 for HTTP/1.1, more once HTTP/2 is seen. */
   capacity = 1;
-  /** The endpoint the socket goes to (known before dialling in legacy mode, fixed otherwise). */
+  /** The endpoint the socket goes to: fixed for an endpoint pool; in legacy mode set when the socket is dialled. */
   endpoint: Endpoint | undefined;
   socketOpen = false;
   /** Sockets this Client has opened (undici reconnects a Client for a request that was waiting). */
@@ -81,6 +84,8 @@ export class PooledConnection implements ConnectionLife {
   retiring = false;
   retireReason: CloseReason | undefined;
   closed = false;
+  /** A destroy of its Client is scheduled (see `EndpointPool#finishRetired`). */
+  escalating = false;
   timer: TimerHandle | undefined;
   /** Position in the pool's available list, or -1. */
   availableIndex = -1;
@@ -115,7 +120,7 @@ export class EndpointPool {
   /** `close()` was called: new requests are refused, queued ones still run. */
   #refusing = false;
   #onQueueEmpty: (() => void) | undefined;
-  #closing: Promise<void> | undefined;
+  readonly #shutdown = new Shutdown();
   /** Sockets ever opened by this pool. */
   opened = 0;
 
@@ -166,7 +171,10 @@ export class EndpointPool {
     if (conn.inFlight === 0) conn.idleSinceMs = this.#clock.now();
     if (!reusable && !conn.retiring) this.#retire(conn, 'error');
     if (conn.retiring) {
-      if (conn.inFlight === 0 && this.#queue.length > 0) this.#pump();
+      if (conn.inFlight === 0) {
+        this.#finishRetired(conn);
+        if (this.#queue.length > 0) this.#pump();
+      }
       return;
     }
     if (conn.availableIndex < 0) this.#makeAvailable(conn);
@@ -186,38 +194,40 @@ export class EndpointPool {
     for (const r of queued) r.reroute();
   }
 
-  /** Graceful: drains, then resolves when every connection has closed. Idempotent. */
+  /**
+   * Graceful: queued requests still run (undici's close contract), then the pool drains and
+   * resolves when every connection has closed. Idempotent; a later `destroy()` settles it.
+   */
   close(): Promise<void> {
-    if (this.#closing === undefined) {
-      // Queued requests were accepted: let them run (undici's close contract), then drain.
+    return this.#shutdown.close(async () => {
       this.#refusing = true;
-      const queueDone =
-        this.#queue.length === 0
-          ? Promise.resolve()
-          : new Promise<void>((resolve) => {
-              this.#onQueueEmpty = resolve;
-            });
-      this.#closing = queueDone.then(() => {
-        this.drain('shutdown');
-        return Promise.all([...this.#connections].map((c) => c.client.close().catch(() => {}))).then(() => {});
-      });
-    }
-    return this.#closing;
+      if (this.#queue.length > 0) {
+        await new Promise<void>((resolve) => {
+          this.#onQueueEmpty = resolve;
+        });
+      }
+      this.drain('shutdown');
+      await Promise.all([...this.#connections].map((c) => c.client.close().catch(() => {})));
+    });
   }
 
-  /** Abrupt: fails queued and in-flight requests with `err`. Idempotent. */
-  async destroy(err?: Error): Promise<void> {
-    this.#draining = true;
-    const error = err ?? new EvenlbError(ErrorCodes.CLOSED, `connection pool for ${this.origin} was destroyed`);
-    for (const r of this.#queue.splice(0)) r.onError?.(error);
-    await Promise.all(
-      [...this.#connections].map((c) => {
-        c.retiring = true;
-        c.retireReason ??= 'shutdown';
-        c.timer?.cancel();
-        return c.client.destroy(error).catch(() => {});
-      }),
-    );
+  /** Abrupt: fails queued and in-flight requests with `err`; also settles a pending `close()`. Idempotent. */
+  destroy(err?: Error): Promise<void> {
+    return this.#shutdown.destroy(async () => {
+      this.#draining = true;
+      const error = err ?? new EvenlbError(ErrorCodes.CLOSED, `connection pool for ${this.origin} was destroyed`);
+      for (const r of this.#queue.splice(0)) r.onError?.(error);
+      await Promise.all(
+        [...this.#connections].map((c) => {
+          if (!c.retiring) this.#active--;
+          c.retiring = true;
+          c.retireReason ??= 'shutdown';
+          c.timer?.cancel();
+          this.#removeAvailable(c);
+          return c.client.destroy(error).catch(() => {});
+        }),
+      );
+    });
   }
 
   #takeAvailable(): PooledConnection | undefined {
@@ -236,6 +246,7 @@ export class EndpointPool {
   }
 
   #assign(conn: PooledConnection, request: PoolRequest): void {
+    request.reused = conn.socketOpen && conn.requests > 0;
     conn.requests++;
     conn.inFlight++;
     request.connection = conn;
@@ -338,6 +349,7 @@ export class EndpointPool {
     conn.timer = undefined;
     this.#active--;
     this.#removeAvailable(conn);
+    if (conn.inFlight === 0) this.#finishRetired(conn);
     conn.client
       .close()
       .catch(() => {})
@@ -346,6 +358,21 @@ export class EndpointPool {
         this.#connections.delete(conn);
         if (this.#queue.length > 0 && !this.#draining) this.#pump();
       });
+  }
+
+  /**
+   * Nothing of ours runs on a retired connection any more: make sure its Client goes away.
+   * `Client.close()` waits for undici's own request count, which can stay above zero forever
+   * after a failed connect (a TLS host-name mismatch leaves the errored request counted as
+   * running), so a close that has not finished by the next turn is escalated to `destroy()`
+   * — harmless here, nothing is left to fail.
+   */
+  #finishRetired(conn: PooledConnection): void {
+    if (conn.closed || conn.escalating) return;
+    conn.escalating = true;
+    setImmediate(() => {
+      if (!conn.closed) conn.client.destroy().catch(() => {});
+    });
   }
 
   #makeAvailable(conn: PooledConnection): void {

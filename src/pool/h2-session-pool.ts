@@ -14,9 +14,12 @@ import http2 from 'node:http2';
 import type { Balancer } from '../balancing/balancer.js';
 import type { EndpointLoad } from '../balancing/endpoint-load.js';
 import type { PickContext } from '../balancing/picker.js';
+import type { EndpointTransport } from '../cluster/attempt.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { Shutdown } from '../core/shutdown.js';
+import { departedEndpoints, eligibleKeys } from './departed-endpoints.js';
 import type { LifetimePolicy } from './lifetime-policy.js';
 
 export interface H2SessionPoolOptions {
@@ -29,6 +32,11 @@ export interface H2SessionPoolOptions {
   readonly clock?: Clock;
   /** Called once per finished stream with its endpoint, outcome and duration (outlier detection, metrics). */
   readonly onStreamEnd?: (endpointKey: string, ok: boolean, durationMs: number) => void;
+  /**
+   * Called once per failed session connect, with how long the attempt took and whether the
+   * stream goes on to another endpoint (a retry). Without it, `onStreamEnd(key, false, ms)`.
+   */
+  readonly onConnectFailure?: (endpointKey: string, durationMs: number, retried: boolean) => void;
 }
 
 /** One stream acquired from the pool: send the request on `session`, then call `done(ok)` once. */
@@ -57,7 +65,7 @@ interface PooledSession {
   readonly ready: Promise<boolean>;
 }
 
-export class H2SessionPool {
+export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session> {
   readonly #balancer: Balancer;
   readonly #lifetime: LifetimePolicy;
   readonly #clock: Clock;
@@ -65,6 +73,7 @@ export class H2SessionPool {
   readonly #sessions = new Map<string, PooledSession[]>();
   readonly #unsubscribe: () => void;
   #closed = false;
+  readonly #shutdown = new Shutdown();
   /** Sessions opened, ever (for stats). */
   opened = 0;
 
@@ -90,12 +99,14 @@ export class H2SessionPool {
   async acquire(context: PickContext = {}): Promise<H2Acquire> {
     let retries = this.#options.connectRetries;
     let lastError: Error | undefined;
+    // Our own copy: excluding a failed endpoint must not leak into the caller's context.
+    const ctx: PickContext = { ...context };
     for (;;) {
       if (this.#closed) {
         const error = new EvenlbError(ErrorCodes.CLOSED, 'h2 session pool is closed');
         return { type: 'none', reason: 'closed', error };
       }
-      const picked = this.#balancer.picker.pick(context);
+      const picked = this.#balancer.picker.pick(ctx);
       if (picked.type === 'none') {
         const error = new EvenlbError(ErrorCodes.NO_ENDPOINTS, `no endpoint can take the stream (${picked.reason})`, {
           details: { reason: picked.reason },
@@ -104,25 +115,31 @@ export class H2SessionPool {
         return { type: 'none', reason: picked.reason, error };
       }
       const pooled = this.#sessionFor(picked.endpoint);
+      // The attempt counts as load from the pick, while it connects, as a request would.
+      const startMs = picked.load.start();
       const ok = pooled.connected || (await pooled.ready);
       if (ok && !pooled.session.destroyed && !pooled.session.closed) {
-        return { type: 'lease', lease: this.#lease(pooled, picked.endpoint, picked.load) };
+        return { type: 'lease', lease: this.#lease(pooled, picked.endpoint, picked.load, startMs) };
       }
-      // Count the failure against the endpoint (load records and outlier detection).
-      picked.load.end(picked.load.start(), false);
-      this.#options.onStreamEnd?.(picked.endpoint.key, false, 0);
+      // One failed attempt: ended once in the load record, reported once.
+      picked.load.end(startMs, false);
+      const retried = retries > 0;
+      const durationMs = this.#clock.now() - startMs;
+      if (this.#options.onConnectFailure !== undefined) {
+        this.#options.onConnectFailure(picked.endpoint.key, durationMs, retried);
+      } else {
+        this.#options.onStreamEnd?.(picked.endpoint.key, false, durationMs);
+      }
       lastError = new EvenlbError(ErrorCodes.CONNECT_FAILED, `connect to ${picked.endpoint.key} failed`);
-      if (retries-- <= 0) {
-        return { type: 'none', reason: 'connect-failed', error: lastError as EvenlbError };
-      }
-      context.exclude = picked.endpoint.key;
+      if (!retried) return { type: 'none', reason: 'connect-failed', error: lastError as EvenlbError };
+      retries--;
+      ctx.exclude = picked.endpoint.key;
     }
   }
 
-  #lease(pooled: PooledSession, endpoint: Endpoint, load: EndpointLoad): H2Lease {
+  #lease(pooled: PooledSession, endpoint: Endpoint, load: EndpointLoad, startMs: number): H2Lease {
     pooled.requests++;
     pooled.inFlight++;
-    const startMs = load.start();
     let ended = false;
     return {
       endpoint,
@@ -235,37 +252,44 @@ export class H2SessionPool {
     if (s.inFlight === 0) s.session.close();
   }
 
-  /** Retires sessions to endpoints that are no longer eligible; their open streams finish. */
+  /** Drains sessions to endpoints that departed (see `departedEndpoints`); their open streams finish. */
   #reconcile(): void {
-    const eligible = new Set(this.#balancer.picker.endpoints.map((t) => t.endpoint.key));
-    const known = this.#balancer.endpointSet;
-    for (const [key, list] of this.#sessions) {
-      if (eligible.has(key)) continue;
-      // Ejected endpoints keep their sessions (they may come back); removed or not-ready ones drain.
-      if (known.has(key) && this.#balancer.ejected.has(key)) continue;
-      for (const s of list) this.#retire(s);
-    }
+    const eligible = eligibleKeys(this.#balancer.endpointSet);
+    for (const key of departedEndpoints(this.#sessions.keys(), eligible)) this.drainEndpoint(key);
   }
 
-  /** Stops new streams; open sessions close once their streams end. Idempotent. */
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#unsubscribe();
-    const waits: Promise<void>[] = [];
-    for (const list of this.#sessions.values()) {
-      for (const s of list) {
-        waits.push(new Promise<void>((r) => (s.session.closed ? r() : s.session.close(() => r()))));
+  /** The endpoint's sessions take no new stream and close once their streams end. */
+  drainEndpoint(endpointKey: string): void {
+    for (const s of this.#sessions.get(endpointKey) ?? []) this.#retire(s);
+  }
+
+  /** A session to `endpoint` with room for a stream (opened when there is none); connected or connecting. */
+  connectionFor(endpoint: Endpoint): http2.ClientHttp2Session {
+    return this.#sessionFor(endpoint).session;
+  }
+
+  /** Stops new streams; open sessions close once their streams end. Idempotent; `destroy()` settles it. */
+  close(): Promise<void> {
+    return this.#shutdown.close(async () => {
+      this.#closed = true;
+      this.#unsubscribe();
+      const waits: Promise<void>[] = [];
+      for (const list of this.#sessions.values()) {
+        for (const s of list) {
+          waits.push(new Promise<void>((r) => (s.session.closed ? r() : s.session.close(() => r()))));
+        }
       }
-    }
-    await Promise.all(waits);
+      await Promise.all(waits);
+    });
   }
 
-  /** Destroys every session at once. Idempotent. */
-  async destroy(err?: Error): Promise<void> {
-    this.#closed = true;
-    this.#unsubscribe();
-    for (const list of this.#sessions.values()) for (const s of list) s.session.destroy(err);
-    this.#sessions.clear();
+  /** Destroys every session at once (their streams fail with `err`); settles a pending `close()`. Idempotent. */
+  destroy(err?: Error): Promise<void> {
+    return this.#shutdown.destroy(async () => {
+      this.#closed = true;
+      this.#unsubscribe();
+      for (const list of this.#sessions.values()) for (const s of list) s.session.destroy(err);
+      this.#sessions.clear();
+    });
   }
 }

@@ -26,7 +26,16 @@ export const lifetimeOptionsSpec = {
 export type LifetimeOptions = Parsed<typeof lifetimeOptionsSpec>;
 
 /** Why a connection was (or will be) closed. Shared vocabulary for metrics and stats. */
-export type CloseReason = 'requests' | 'age' | 'idle' | 'shutdown' | 'endpoint-removed' | 'error' | 'peer';
+export type CloseReason =
+  | 'requests'
+  | 'age'
+  | 'idle'
+  | 'shutdown'
+  | 'endpoint-removed'
+  | 'error'
+  | 'peer'
+  /** Fair-share shedding: the server's load was above the fleet mean by more than its tolerance. */
+  | 'fair-share';
 
 /** The counters the policy reads. */
 export interface ConnectionLife {

@@ -1,8 +1,13 @@
 /**
  * The admin listener (loopback unless configured otherwise): `/metrics` (Prometheus text),
- * `/endpoints` (per-cluster, per-endpoint JSON), `/config` (the running configuration),
- * `/healthz`, `/readyz`, `/api/stats` (what the dashboard polls: endpoint counters, imbalance,
- * proxy CPU time) and `/`, the live dashboard, with chart.js served from the installed package.
+ * `/endpoints` (per-cluster, per-endpoint JSON), `/config` (the running configuration, with
+ * secrets redacted), `/healthz`, `/readyz`, `/api/stats` (what the dashboard polls: endpoint
+ * counters, latency quantiles, imbalance, proxy CPU time) and `/`, the live dashboard, with
+ * chart.js served from the installed package.
+ *
+ * A `metrics` scope server (`admin.metricsAddress`) serves only `/metrics`, `/healthz` and
+ * `/readyz`: it is the one to bind on a pod IP, so Prometheus and the kubelet reach it while
+ * the configuration and the endpoint list stay on loopback.
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -20,6 +25,26 @@ export interface AdminDeps {
   readonly notReady: () => string | undefined;
   /** Per-cluster detail from the shared `Cluster` (endpoint state, pod names, windows). */
   readonly clusterDetails?: () => unknown[];
+  /** `full` (default) serves everything; `metrics` only `/metrics`, `/healthz` and `/readyz`. */
+  readonly scope?: 'full' | 'metrics';
+}
+
+/** Paths a `metrics` scope server answers. */
+const METRICS_PATHS = new Set(['/metrics', '/healthz', '/readyz']);
+
+/** Field names whose values `/config` never shows (keys, tokens, passwords, other secrets). */
+const SECRET_FIELD = /key|token|password|secret|credential/i;
+
+/**
+ * A copy of `value` with every field whose name looks like a secret replaced by
+ * `"[redacted]"`, at any depth.
+ */
+export function redactSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redactSecrets);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_FIELD.test(k) ? '[redacted]' : redactSecrets(v);
+  return out;
 }
 
 let chartJs: Buffer | undefined;
@@ -60,6 +85,10 @@ export class AdminServer {
       return;
     }
     const d = this.#deps;
+    if (d.scope === 'metrics' && !METRICS_PATHS.has(path ?? '')) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
     switch (path) {
       case '/metrics': {
         const text = await d.metrics.registry.metrics();
@@ -70,7 +99,7 @@ export class AdminServer {
       case '/endpoints':
         return json(res, 200, { clusters: d.metrics.stats(), details: d.clusterDetails?.() ?? [] });
       case '/config':
-        return json(res, 200, d.config());
+        return json(res, 200, redactSecrets(d.config()));
       case '/healthz':
         res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
         return;
@@ -92,6 +121,10 @@ export class AdminServer {
       case '/assets/chart.umd.js':
         res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'max-age=3600' });
         res.end(chartJsSource());
+        return;
+      case '/favicon.ico':
+        // Browsers that ignore the page's inline icon ask anyway: answer without an error.
+        res.writeHead(204, { 'cache-control': 'max-age=86400' }).end();
         return;
       case '/':
         res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });

@@ -55,6 +55,12 @@ export interface ListenerConfig {
   readonly maxConnectionAgeMs?: number;
   readonly limits: ListenerLimits;
   readonly recycle?: ListenerRecycle;
+  /**
+   * `http`/`https`: trust the client's forwarding headers (`X-Forwarded-*`, `Forwarded`,
+   * `X-Real-IP`) because every client is a proxy the operator controls. Default false: they
+   * are removed and the proxy writes its own (see hop-headers.ts).
+   */
+  readonly trustForwardedHeaders: boolean;
 }
 
 export interface ClusterTlsConfig {
@@ -100,6 +106,24 @@ export interface ClusterConfig {
    * free one, in order. Unset = unlimited.
    */
   readonly connectionsPerEndpoint?: number;
+  /** Slow start: ramp a newly ready endpoint's weight over this many ms; unset = off. */
+  readonly slowStartMs?: number;
+  /** Slow-start curve (Envoy's aggression); default 1. */
+  readonly slowStartAggression?: number;
+  /** Slow-start weight floor, percent; default 10. */
+  readonly slowStartMinWeightPercent?: number;
+  /** Herding guard options for least-request / peak-ewma, or `false`; default on. */
+  readonly herdingGuard?:
+    | { readonly maxShareMultiple?: number; readonly minResponses?: number; readonly seedLatency?: boolean }
+    | false;
+  /** Load-aware zone routing; the proxy's zone defaults to `EVENLB_ZONE`. */
+  readonly zoneRouting?: {
+    readonly zone?: string;
+    readonly mode?: 'auto' | 'on' | 'off';
+    readonly loadBand?: number;
+    readonly probePercent?: number;
+    readonly maxSpillPercent?: number;
+  };
 }
 
 export interface RouteConfig {
@@ -109,8 +133,19 @@ export interface RouteConfig {
   readonly cluster: string;
 }
 
+/**
+ * The admin listener. `address` serves everything (dashboard, `/config`, `/endpoints`,
+ * `/metrics`, probes) and belongs on loopback; `metricsAddress`, when set, is a second
+ * listener serving only `/metrics`, `/healthz` and `/readyz`, for a pod IP that Prometheus and
+ * the kubelet reach.
+ */
+export interface AdminConfig {
+  readonly address: string;
+  readonly metricsAddress?: string;
+}
+
 export interface ProxyConfig {
-  readonly admin?: { readonly address: string };
+  readonly admin?: AdminConfig;
   readonly accessLog: boolean;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Sliding window for the imbalance gauges, ms. */
@@ -146,7 +181,10 @@ export const proxyConfigSchema = {
   additionalProperties: false,
   required: ['listeners', 'clusters'],
   properties: {
-    admin: strictObject({ address: { type: 'string', pattern: ADDRESS } }, ['address']),
+    admin: strictObject(
+      { address: { type: 'string', pattern: ADDRESS }, metricsAddress: { type: 'string', pattern: ADDRESS } },
+      ['address'],
+    ),
     accessLog: { type: 'boolean' },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     imbalanceWindowMs: posInt,
@@ -194,6 +232,7 @@ export const proxyConfigSchema = {
             maxConnections: nonNegInt,
           }),
           recycle: strictObject({ maxRequestsPerConnection: posInt, maxConnectionAgeMs: posNum }),
+          trustForwardedHeaders: { type: 'boolean' },
         },
         ['address'],
       ),
@@ -228,6 +267,26 @@ export const proxyConfigSchema = {
           bodyTimeoutMs: nonNegInt,
           hostRewrite: nonEmptyString,
           connectionsPerEndpoint: posInt,
+          slowStartMs: { type: 'number', minimum: 0 },
+          slowStartAggression: posNum,
+          slowStartMinWeightPercent: { type: 'number', minimum: 0, maximum: 100 },
+          herdingGuard: {
+            oneOf: [
+              strictObject({
+                maxShareMultiple: { type: 'number', minimum: 1 },
+                minResponses: posInt,
+                seedLatency: { type: 'boolean' },
+              }),
+              { const: false },
+            ],
+          },
+          zoneRouting: strictObject({
+            zone: nonEmptyString,
+            mode: { enum: ['auto', 'on', 'off'] },
+            loadBand: posNum,
+            probePercent: { type: 'number', minimum: 0, maximum: 50 },
+            maxSpillPercent: { type: 'number', minimum: 0, maximum: 99 },
+          }),
         },
         ['name', 'target'],
       ),

@@ -3,7 +3,10 @@
  * loads chart.js from `/assets/chart.umd.js`, polls `/api/stats` once a second and draws, per
  * cluster, each endpoint's request rate and open connections over the last minutes, the
  * sliding-window imbalance (max/mean and Jain's index), and a table with in-flight requests,
- * errors and ejections. No build step: the page's script is plain ES2020.
+ * errors, ejections and latency: the measured p50 and p99 over the sliding window (from the
+ * upstream latency histogram), and, labelled as such, the balancer's own EWMA estimate, which
+ * is what picks use and not a measurement. No build step: the page's script is plain ES2020;
+ * the empty data: icon keeps the browser from asking for /favicon.ico.
  */
 
 export const dashboardHtml = `<!doctype html>
@@ -11,6 +14,7 @@ export const dashboardHtml = `<!doctype html>
 <head>
 <meta charset="utf-8">
 <title>evenlb proxy</title>
+<link rel="icon" href="data:,">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
   body { font: 14px system-ui, sans-serif; margin: 16px; color: #1d2330; background: #f7f8fa; }
@@ -106,6 +110,8 @@ export const dashboardHtml = `<!doctype html>
     return ds;
   }
 
+  function ms(v) { return v === null || v === undefined ? '–' : v < 10 ? v.toFixed(2) : v.toFixed(1); }
+
   function push(chart, label) {
     chart.data.labels.push(label);
     if (chart.data.labels.length > HISTORY) {
@@ -122,14 +128,17 @@ export const dashboardHtml = `<!doctype html>
       push(v.rate, label); push(v.conns, label); push(v.imb, label);
       var before = {};
       if (prev) prev.clusters.forEach(function (pc) { if (pc.name === c.name) pc.endpoints.forEach(function (e) { before[e.key] = e.requests; }); });
-      var rows = '<tr><th>endpoint</th><th>req/s</th><th>in flight</th><th>conns</th><th>errors</th><th>latency ms</th><th>state</th></tr>';
+      var rows = '<tr><th>endpoint</th><th>req/s</th><th>in flight</th><th>conns</th><th>errors</th>' +
+        '<th title="measured over the sliding window">p50 ms</th><th title="measured over the sliding window">p99 ms</th>' +
+        '<th title="the balancer EWMA: what picks use, not a measurement">balancer estimate ms</th><th>state</th></tr>';
       c.endpoints.forEach(function (e, i) {
         var r = dt > 0 && before[e.key] !== undefined ? Math.max(0, (e.requests - before[e.key]) / dt) : 0;
         var rs = series(v.rate, e.key, i); rs.data.push(Math.round(r * 10) / 10);
         var cs = series(v.conns, e.key, i); cs.data.push(e.connections);
         var state = e.ejected ? '<span class="bad">ejected</span>' : e.terminating ? 'terminating' : e.ready ? 'ready' : 'not ready';
         rows += '<tr><td>' + e.key + '</td><td>' + r.toFixed(1) + '</td><td>' + e.inFlight + '</td><td>' + e.connections +
-          '</td><td>' + e.errors + '</td><td>' + e.latencyMs.toFixed(1) + '</td><td>' + state + '</td></tr>';
+          '</td><td>' + e.errors + '</td><td data-p50="' + e.key + '">' + ms(e.p50Ms) + '</td><td data-p99="' + e.key + '">' + ms(e.p99Ms) +
+          '</td><td data-estimate="' + e.key + '">' + e.latencyMs.toFixed(1) + '</td><td>' + state + '</td></tr>';
       });
       [v.rate, v.conns].forEach(function (ch) {
         ch.data.datasets.forEach(function (d) { while (d.data.length < ch.data.labels.length) d.data.unshift(null); });

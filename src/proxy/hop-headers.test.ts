@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { downstreamRawHeaders, downstreamResponseHeaders, upstreamRequestHeaders } from './hop-headers.js';
+import {
+  downstreamRawHeaders,
+  downstreamResponseHeaders,
+  requestFraming,
+  responseContentLength,
+  upstreamRequestHeaders,
+} from './hop-headers.js';
 
 const info = { clientAddress: '10.0.0.9', proto: 'https', host: 'svc.example', version: '1.1' };
 
@@ -68,19 +74,85 @@ describe('upstreamRequestHeaders', () => {
       expect(out.filter(([n, v]) => n.toLowerCase() === d && !(d === 'te' && v === 'trailers'))).toEqual([]);
   });
 
-  it('appends X-Forwarded-For and Via, replaces X-Forwarded-Proto/-Host, sets Host', () => {
+  it('trusted: appends X-Forwarded-For and Via, keeps the client X-Forwarded-Proto, Forwarded, X-Real-IP', () => {
     const out = pairs(
       upstreamRequestHeaders(
-        ['Host', 'svc.example', 'X-Forwarded-For', '1.1.1.1', 'X-Forwarded-Proto', 'http', 'Via', '1.0 edge'],
+        [
+          'Host',
+          'svc.example',
+          'X-Forwarded-For',
+          '1.1.1.1',
+          'X-Forwarded-Proto',
+          'http',
+          'Forwarded',
+          'for=1.1.1.1',
+          'X-Real-IP',
+          '1.1.1.1',
+        ],
+        { ...info, trustForwarded: true },
+      ),
+    );
+    expect(out).toContainEqual(['x-forwarded-for', '1.1.1.1, 10.0.0.9']);
+    expect(out).toContainEqual(['X-Forwarded-Proto', 'http']);
+    expect(out.filter(([n]) => n.toLowerCase() === 'x-forwarded-proto')).toHaveLength(1);
+    expect(out).toContainEqual(['x-forwarded-host', 'svc.example']);
+    expect(out).toContainEqual(['Forwarded', 'for=1.1.1.1']);
+    expect(out).toContainEqual(['X-Real-IP', '1.1.1.1']);
+  });
+
+  it('untrusted (default): replaces X-Forwarded-*, removes Forwarded and X-Real-IP, appends Via, sets Host', () => {
+    const out = pairs(
+      upstreamRequestHeaders(
+        [
+          'Host',
+          'svc.example',
+          'X-Forwarded-For',
+          '1.1.1.1',
+          'X-Forwarded-Proto',
+          'http',
+          'Via',
+          '1.0 edge',
+          'Forwarded',
+          'for=1.1.1.1',
+          'X-Real-IP',
+          '1.1.1.1',
+        ],
         { ...info, hostRewrite: 'svc.ns.svc' },
       ),
     );
+    expect(out.map(([n]) => n.toLowerCase())).not.toContain('forwarded');
+    expect(out.map(([n]) => n.toLowerCase())).not.toContain('x-real-ip');
     expect(out).toContainEqual(['host', 'svc.ns.svc']);
-    expect(out).toContainEqual(['x-forwarded-for', '1.1.1.1, 10.0.0.9']);
+    expect(out).toContainEqual(['x-forwarded-for', '10.0.0.9']);
     expect(out).toContainEqual(['x-forwarded-proto', 'https']);
     expect(out).toContainEqual(['x-forwarded-host', 'svc.example']);
     expect(out).toContainEqual(['via', '1.0 edge, 1.1 evenlb']);
     expect(out.filter(([n]) => n.toLowerCase() === 'host')).toHaveLength(1);
+  });
+
+  it('regression #13: framing headers are never forwarded and Connection cannot remove protected headers', () => {
+    const raw = [
+      'Host',
+      'svc.example',
+      'Content-Length',
+      '54',
+      'Transfer-Encoding',
+      'chunked',
+      'Connection',
+      'close, Content-Length, HOST, x-forwarded-for, via, x-ext',
+      'X-Ext',
+      '1',
+      'X-Keep',
+      '2',
+    ];
+    const names = pairs(upstreamRequestHeaders(raw, info)).map(([n]) => n.toLowerCase());
+    expect(names).not.toContain('content-length');
+    expect(names).not.toContain('transfer-encoding');
+    expect(names).not.toContain('x-ext');
+    for (const n of ['host', 'x-forwarded-for', 'via', 'x-keep']) expect(names.filter((x) => x === n)).toHaveLength(1);
+    expect(requestFraming(false, 54)).toBe('content-length: 54\r\n');
+    expect(requestFraming(true, -1)).toBe('transfer-encoding: chunked\r\n');
+    expect(requestFraming(false, -1)).toBe('');
   });
 
   it("never forwards a client's own X-Forwarded-Client-Cert; sets the proxy's when it has one", () => {
@@ -96,6 +168,18 @@ describe('upstreamRequestHeaders', () => {
 });
 
 describe('downstream response headers', () => {
+  it('regression #13: Content-Length is never copied, Connection cannot remove framing headers', () => {
+    const raw = ['Content-Length', '5', 'Content-Length', '5', 'Connection', 'content-length, x-a', 'X-A', '1'];
+    expect(downstreamRawHeaders(raw, '1.1')).toEqual(['via', '1.1 evenlb']);
+    expect(responseContentLength(raw)).toBe('5');
+    expect(responseContentLength(['content-length', '5x'])).toBeUndefined();
+    const obj = downstreamResponseHeaders(
+      { connection: 'content-length, x-a', 'content-length': '5', 'x-a': '1' },
+      '2',
+    );
+    expect(obj).toEqual({ 'content-length': '5', via: '2 evenlb' });
+  });
+
   it('drops hop-by-hop headers from an object and adds Via', () => {
     const out = downstreamResponseHeaders(
       { connection: 'x-a', 'x-a': '1', 'keep-alive': 'timeout=5', 'set-cookie': ['a=1', 'b=2'], ':status': '200' },

@@ -1,10 +1,24 @@
 /**
  * Hop-by-hop header handling (RFC 9110 §7.6.1) and the forwarding headers. A proxy must not
  * pass on `Connection`, the headers `Connection` lists, `Keep-Alive`, `Proxy-*`, `TE` (except
- * `trailers`), `Transfer-Encoding` and `Upgrade`; HTTP/2 forbids them outright. Requests get
- * `X-Forwarded-For` (appended), `X-Forwarded-Proto`, `X-Forwarded-Host` and `Via`. Everything
- * works on flat `[name, value, ...]` arrays (Node's `rawHeaders`, undici's header arrays) so the
- * hot path allocates one array per message.
+ * `trailers`), `Transfer-Encoding` and `Upgrade`; HTTP/2 forbids them outright.
+ *
+ * Message framing is never copied from the peer: `Content-Length` and `Transfer-Encoding` are
+ * removed from every forwarded header list and the caller writes the framing of the message
+ * it sends from what it parsed (`requestFraming`, the data path's own response head). A
+ * `Connection` token naming a framing header, `Host` or a forwarding header is ignored
+ * (`PROTECTED`): `Connection` removes only end-to-end extension headers, so it can neither
+ * strip a body's length nor a header the proxy vouches for.
+ *
+ * Forwarding headers (trust model): by default the client's `X-Forwarded-For`,
+ * `X-Forwarded-Proto`, `X-Forwarded-Host`, `Forwarded` and `X-Real-IP` are removed and the
+ * proxy writes `X-Forwarded-For` (the client's address), `X-Forwarded-Proto` and
+ * `X-Forwarded-Host` itself. A listener with `trustForwardedHeaders` (behind another proxy the
+ * operator controls) appends to `X-Forwarded-For` and keeps the client's other forwarding
+ * headers. `X-Forwarded-Client-Cert` is always the proxy's own. `Via` is appended.
+ *
+ * Everything works on flat `[name, value, ...]` arrays (Node's `rawHeaders`, undici's header
+ * arrays) so the hot path allocates one array per message.
  */
 import { named } from './http1/message-head.js';
 
@@ -40,13 +54,39 @@ export function isHopHeader(lowerName: string): boolean {
   return HOP.has(lowerName);
 }
 
-/** Names listed in `Connection` header values, lower-cased; undefined when there are none. */
+/**
+ * Names a `Connection` token can never remove: the framing headers, `Host` and the headers the
+ * proxy writes or vouches for. (RFC 9110 §7.6.1 lets `Connection` name only hop-by-hop
+ * extension fields; a token naming one of these is ignored, the message is not refused.)
+ */
+const PROTECTED = new Set([
+  'content-length',
+  'transfer-encoding',
+  'host',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-forwarded-client-cert',
+  'forwarded',
+  'x-real-ip',
+  'via',
+]);
+
+/** True when a `Connection` token may not remove `lowerName` (see `PROTECTED`). */
+export function isProtectedHeader(lowerName: string): boolean {
+  return PROTECTED.has(lowerName);
+}
+
+/**
+ * Names listed in `Connection` header values, lower-cased, without the protected ones;
+ * undefined when there are none.
+ */
 function connectionListed(values: readonly string[]): Set<string> | undefined {
   let out: Set<string> | undefined;
   for (const v of values) {
     for (const part of v.split(',')) {
       const name = part.trim().toLowerCase();
-      if (name === '' || name === 'close' || name === 'keep-alive') continue;
+      if (name === '' || name === 'close' || name === 'keep-alive' || PROTECTED.has(name)) continue;
       if (out === undefined) out = new Set();
       out.add(name);
     }
@@ -67,18 +107,28 @@ export interface ForwardInfo {
   readonly hostRewrite?: string | undefined;
   /** `X-Forwarded-Client-Cert` for a verified mutual-TLS client (see `forwardedClientCert`). */
   readonly clientCert?: string | undefined;
+  /**
+   * The listener trusts the client's forwarding headers (`listeners[].trustForwardedHeaders`):
+   * `X-Forwarded-For` is appended to, `X-Forwarded-Proto`/`-Host`, `Forwarded` and `X-Real-IP`
+   * are kept. Default false: they are replaced or removed.
+   */
+  readonly trustForwarded?: boolean | undefined;
 }
 
 /**
- * Request headers to send upstream, from the client's raw header list: hop-by-hop removed,
- * `TE: trailers` kept, forwarding headers added, `host` set. HTTP/2 pseudo-headers are skipped.
+ * Request headers to send upstream, from the client's raw header list: hop-by-hop and framing
+ * headers removed (the caller writes the framing, see `requestFraming`), `TE: trailers` kept,
+ * forwarding headers set as the trust model says, `host` set. HTTP/2 pseudo-headers are skipped.
  */
 export function upstreamRequestHeaders(raw: readonly string[], info: ForwardInfo): string[] {
   const out: string[] = [];
+  const trust = info.trustForwarded === true;
   let connection: string | undefined;
   let xff: string | undefined;
   let via: string | undefined;
   let teTrailers = false;
+  let clientProto = false;
+  let clientHost = false;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     // Only names of these lengths need a look: most headers pass without lower-casing.
@@ -95,13 +145,24 @@ export function upstreamRequestHeaders(raw: readonly string[], info: ForwardInfo
     }
     switch (lower) {
       case 'host':
+      case 'content-length': // framing is the caller's (requestFraming)
       case 'expect': // the proxy answered `100-continue` itself
-      case 'x-forwarded-proto':
-      case 'x-forwarded-host':
       case 'x-forwarded-client-cert': // only the proxy vouches for a client certificate
         continue;
+      case 'x-forwarded-proto':
+        if (!trust) continue;
+        clientProto = true;
+        break;
+      case 'x-forwarded-host':
+        if (!trust) continue;
+        clientHost = true;
+        break;
+      case 'forwarded':
+      case 'x-real-ip':
+        if (!trust) continue;
+        break;
       case 'x-forwarded-for':
-        xff = xff === undefined ? value : `${xff}, ${value}`;
+        if (trust) xff = xff === undefined ? value : `${xff}, ${value}`;
         continue;
       case 'via':
         via = via === undefined ? value : `${via}, ${value}`;
@@ -113,12 +174,22 @@ export function upstreamRequestHeaders(raw: readonly string[], info: ForwardInfo
   if (teTrailers) result.push('te', 'trailers');
   result.push('host', info.hostRewrite ?? info.host);
   result.push('x-forwarded-for', xff === undefined ? info.clientAddress : `${xff}, ${info.clientAddress}`);
-  result.push('x-forwarded-proto', info.proto);
-  result.push('x-forwarded-host', info.host);
+  if (!clientProto) result.push('x-forwarded-proto', info.proto);
+  if (!clientHost) result.push('x-forwarded-host', info.host);
   const hop = `${info.version} evenlb`;
   result.push('via', via === undefined ? hop : `${via}, ${hop}`);
   if (info.clientCert !== undefined) result.push('x-forwarded-client-cert', info.clientCert);
   return result;
+}
+
+/**
+ * The framing lines of a forwarded HTTP/1.1 request, from what the proxy parsed:
+ * `transfer-encoding: chunked` or `content-length: N` (none for a bodiless request without
+ * `Content-Length`). `contentLength` is -1 when the request had none.
+ */
+export function requestFraming(chunked: boolean, contentLength: number): string {
+  if (chunked) return 'transfer-encoding: chunked\r\n';
+  return contentLength >= 0 ? `content-length: ${contentLength}\r\n` : '';
 }
 
 /** Lengths of the header names `upstreamRequestHeaders` must inspect. */
@@ -126,7 +197,10 @@ const SPECIAL_LENGTHS: readonly boolean[] = (() => {
   const names = [
     ...HOP,
     'host',
+    'content-length',
     'expect',
+    'forwarded',
+    'x-real-ip',
     'x-forwarded-proto',
     'x-forwarded-host',
     'x-forwarded-for',
@@ -153,7 +227,9 @@ type HeaderObject = Record<string, string | string[] | undefined>;
 
 /**
  * Response headers to send downstream, from an upstream header object (undici / node:http2):
- * hop-by-hop removed (and pseudo-headers), `Via` appended. Returns a fresh object.
+ * hop-by-hop removed (and pseudo-headers), `Via` appended. Returns a fresh object. Its
+ * `content-length` (if any) was already checked against the body by the upstream's parser
+ * (undici's llhttp, nghttp2), and no `Connection` token can remove it.
  */
 export function downstreamResponseHeaders(headers: HeaderObject, version: string): HeaderObject {
   const out: HeaderObject = {};
@@ -174,9 +250,10 @@ export function downstreamResponseHeaders(headers: HeaderObject, version: string
 
 /**
  * Response headers to send downstream from a raw list (`[name, value, ...]`: undici's Buffers
- * or the proxy's own parsed strings): hop-by-hop removed, `Via` added; a flat string list for
- * `writeHead`. Buffers are decoded as latin1, the encoding Node writes header blocks in, so
- * bytes pass through unchanged.
+ * or the proxy's own parsed strings): hop-by-hop and `Content-Length` removed (the caller
+ * writes the framing from what it parsed, see `responseContentLength`), `Via` added; a flat
+ * string list for `writeHead`. Buffers are decoded as latin1, the encoding Node writes header
+ * blocks in, so bytes pass through unchanged.
  */
 export function downstreamRawHeaders(raw: readonly (Buffer | string)[], version: string): string[] {
   const out: string[] = [];
@@ -191,11 +268,27 @@ export function downstreamRawHeaders(raw: readonly (Buffer | string)[], version:
   }
   for (let i = 0; i < raw.length; i += 2) {
     const name = latin1(raw[i] as Buffer | string);
-    if (isHopName(name) || listed?.has(name.toLowerCase())) continue;
+    if (isHopName(name) || (name.length === 14 && named(name, 'content-length')) || listed?.has(name.toLowerCase()))
+      continue;
     out.push(name, latin1(raw[i + 1] as Buffer | string));
   }
   out.push('via', `${version} evenlb`);
   return out;
+}
+
+/**
+ * The `Content-Length` of a raw response header list that a strict parser (undici's llhttp)
+ * already accepted: the first value, or undefined when there is none or it is not digits.
+ */
+export function responseContentLength(raw: readonly (Buffer | string)[]): string | undefined {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as Buffer | string;
+    if (name.length === 14 && named(latin1(name), 'content-length')) {
+      const value = latin1(raw[i + 1] as Buffer | string).trim();
+      return /^[0-9]{1,15}$/.test(value) ? value : undefined;
+    }
+  }
+  return undefined;
 }
 
 function latin1(x: Buffer | string): string {

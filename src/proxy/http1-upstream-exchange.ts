@@ -1,7 +1,9 @@
 /**
  * One request forwarded to an HTTP/1.1 upstream, answering either an HTTP/1.1 client
  * (`ServerResponse`) or an HTTP/2 client stream. It is the undici dispatch handler: the
- * response head is copied (hop-by-hop headers removed, `Via` added), body chunks are written
+ * response head is copied (hop-by-hop headers removed, `Via` added, the framing the proxy's
+ * own) and held until the first body bytes, so an upstream that fails before sending any
+ * (malformed chunking, a reset) gets the client a 502 rather than a cut; body chunks are written
  * as they come and the upstream is paused whenever the client's socket buffer is full
  * (backpressure, never buffering a whole body), and a client that goes away aborts the
  * upstream request.
@@ -9,7 +11,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Dispatcher } from 'undici';
-import { downstreamRawHeaders, downstreamResponseHeaders, isHopHeader } from './hop-headers.js';
+import { downstreamRawHeaders, downstreamResponseHeaders, isHopHeader, responseContentLength } from './hop-headers.js';
 import { replyHttp1, replyHttp2, statusForError } from './local-reply.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -18,6 +20,14 @@ type Headers = Record<string, string | string[] | undefined>;
 export type ExchangeDone = (status: number, reason: string | undefined) => void;
 
 const CLIENT_GONE = new Error('client closed the connection');
+
+function hasTransferEncoding(raw: readonly Buffer[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as Buffer;
+    if (name.length === 17 && name.toString('latin1').toLowerCase() === 'transfer-encoding') return true;
+  }
+  return false;
+}
 
 /**
  * Upstream → HTTP/1.1 client. Written against undici's callback handler API so the raw header
@@ -31,6 +41,8 @@ export class Http1ResponseExchange {
   #resume: (() => void) | undefined;
   #status = 0;
   #finished = false;
+  /** The response head, held until the first body bytes (or the end): a failure before then is a 502. */
+  #head: { readonly text: string; readonly list: string[] } | undefined;
   readonly #onDrain = (): void => this.#resume?.();
 
   constructor(res: ServerResponse, done: ExchangeDone) {
@@ -53,12 +65,25 @@ export class Http1ResponseExchange {
     if (statusCode < 200 || this.#finished) return true;
     this.#status = statusCode;
     this.#resume = resume;
-    this.#res.writeHead(statusCode, statusText, downstreamRawHeaders(raw, '1.1'));
+    // Framing: the length undici's parser read the body by, or none (node:http then chunks,
+    // or closes after the body for an HTTP/1.0 client). Never a header the upstream listed.
+    const list = downstreamRawHeaders(raw, '1.1');
+    const length = statusCode === 204 ? undefined : responseContentLength(raw);
+    if (length !== undefined && !hasTransferEncoding(raw)) list.push('content-length', length);
+    this.#head = { text: statusText, list };
     return true;
+  }
+
+  #writeHead(): void {
+    const head = this.#head;
+    if (head === undefined) return;
+    this.#head = undefined;
+    this.#res.writeHead(this.#status, head.text, head.list);
   }
 
   onData(chunk: Buffer): boolean {
     if (this.#finished) return true;
+    this.#writeHead();
     const ok = this.#res.write(chunk);
     if (!ok) this.#res.once('drain', this.#onDrain);
     return ok;
@@ -67,6 +92,7 @@ export class Http1ResponseExchange {
   onComplete(trailers: Buffer[] | string[] | null): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#writeHead();
     const res = this.#res;
     if (trailers !== null && trailers.length > 0 && res.chunkedEncoding) {
       const t: [string, string][] = [];
@@ -81,6 +107,7 @@ export class Http1ResponseExchange {
     if (this.#finished) return;
     this.#finished = true;
     const { status, reason } = statusForError(err);
+    this.#head = undefined;
     if (this.#res.headersSent) {
       this.#res.destroy(err);
       this.#done(0, reason);
@@ -100,6 +127,8 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
   #finished = false;
   /** The upstream announced trailers: the stream waits for them before it ends. */
   #trailers = false;
+  /** A response head held until the first body bytes (or the end): a failure before then is a 502. */
+  #head: Record<string, string | string[] | number> | undefined;
   readonly #resume = (): void => this.#controller?.resume();
 
   constructor(stream: ServerHttp2Stream, method: string, done: ExchangeDone) {
@@ -130,12 +159,21 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
     // empty trailer block when there was none).
     const te = headers['transfer-encoding'];
     this.#trailers = !empty && (headers.trailer !== undefined || (te !== undefined && /chunked/i.test(String(te))));
-    this.#stream.respond(out, { endStream: empty, waitForTrailers: this.#trailers });
+    if (empty) this.#stream.respond(out, { endStream: true });
+    else this.#head = out;
+  }
+
+  #respond(): void {
+    const head = this.#head;
+    if (head === undefined) return;
+    this.#head = undefined;
+    if (!this.#stream.closed) this.#stream.respond(head, { waitForTrailers: this.#trailers });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const s = this.#stream;
     if (s.closed || s.writableEnded) return;
+    this.#respond();
     if (!s.write(chunk)) {
       controller.pause();
       s.once('drain', this.#resume);
@@ -145,6 +183,7 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
   onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Headers): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#respond();
     const s = this.#stream;
     if (this.#trailers && !s.closed) {
       s.once('wantTrailers', () => {
@@ -163,6 +202,7 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#head = undefined;
     const { status, reason } = statusForError(err);
     replyHttp2(this.#stream, status, reason, false);
     this.#done(this.#stream.headersSent ? status : 0, reason);

@@ -36,7 +36,7 @@ import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
 import { ListenerTls } from './listener-tls.js';
 import { rawReply, replyHttp1, replyHttp2 } from './local-reply.js';
 import type { ProxyCluster } from './proxy-cluster.js';
-import { type RouteTable, splitRequestTarget } from './route-table.js';
+import { isValidHost, type RouteTable, splitRequestTarget } from './route-table.js';
 
 /** What a listener reads per request; swapped as a whole on reload. */
 export interface L7State {
@@ -75,6 +75,8 @@ export class L7Listener {
   /** Connections on the proxy's own HTTP/1.1 data path. */
   readonly #fast = new Set<Http1Downstream>();
   readonly #clientCerts = new WeakMap<Socket, string | undefined>();
+  /** node:http sockets whose current request is their last (see `#onRequest`). */
+  readonly #lastOnSocket = new WeakSet<Socket>();
   readonly #fastContext: Http1Context;
   readonly #sweepMs: number;
   #sweep: NodeJS.Timeout | undefined;
@@ -153,6 +155,7 @@ export class L7Listener {
       listener: config.name,
       proto: this.#proto,
       limits,
+      trustForwarded: config.trustForwardedHeaders,
       metrics: deps.metrics,
       clock: systemClock,
       recycle:
@@ -271,6 +274,14 @@ export class L7Listener {
   }
 
   #onRequest(req: IncomingMessage, res: ServerResponse): undefined {
+    // node:http parses pipelined requests ahead of the responses: one that follows a request
+    // ending its connection (Connection: close, HTTP/1.0 without keep-alive, Transfer-Encoding
+    // on HTTP/1.0) is never forwarded; the socket closes after the earlier response.
+    if (this.#lastOnSocket.has(req.socket)) {
+      req.resume();
+      return;
+    }
+    if (!res.shouldKeepAlive) this.#lastOnSocket.add(req.socket);
     const raw = req.rawHeaders;
     const limits = this.config.limits;
     if (raw.length > limits.maxHeaderCount * 2) return this.#reject(res, 431, 'too-many-headers');
@@ -289,8 +300,19 @@ export class L7Listener {
     const method = req.method ?? 'GET';
     if (method === 'CONNECT') return this.#reject(res, 405, 'method-not-allowed');
     const url = req.url ?? '/';
-    const target = splitRequestTarget(url, req.headers.host);
+    const hostHeader = req.headers.host;
+    const target = splitRequestTarget(url, hostHeader);
     if (target === undefined) return this.#reject(res, 400, 'bad-request-target');
+    if (
+      (target.host !== undefined && !isValidHost(target.host)) ||
+      (hostHeader !== undefined && !isValidHost(hostHeader))
+    )
+      return this.#reject(res, 400, 'bad-host');
+    // RFC 9112 §6.1: Transfer-Encoding on an HTTP/1.0 request ends the connection after the response.
+    if (te > 0 && req.httpVersionMinor === 0) {
+      res.shouldKeepAlive = false;
+      this.#lastOnSocket.add(req.socket);
+    }
     const { host, path } = target;
     const state = this.#deps.state();
     const match = state.routes.match(host, path, target.absolute);
@@ -311,8 +333,12 @@ export class L7Listener {
       version: '1.1',
       hostRewrite: cluster.config.hostRewrite,
       clientCert: this.#clientCert(req.socket),
+      trustForwarded: this.config.trustForwardedHeaders,
     });
     const hasBody = te > 0 || (cl > 0 && req.headers['content-length'] !== '0');
+    // Framing is the proxy's: the length node:http parsed (undici checks the body against it),
+    // or none and undici sends the body chunked.
+    if (hasBody && te === 0) headers.push('content-length', req.headers['content-length'] as string);
     if (cluster.h2 === undefined) {
       cluster.cluster.dispatch(
         { origin: cluster.origin, method, path, headers, body: hasBody ? req : null },
@@ -347,8 +373,9 @@ export class L7Listener {
       replyHttp2(stream, status, reason, grpc);
     };
     if (method === 'CONNECT') return reject(405, 'method-not-allowed');
+    if (authority === undefined || !isValidHost(String(authority))) return reject(400, 'bad-host');
     const state = this.#deps.state();
-    const match = state.routes.match(authority === undefined ? undefined : String(authority), path);
+    const match = state.routes.match(String(authority), path);
     if (match === undefined) return reject(404, 'no-route');
     const cluster = match.cluster;
     const unavailable = cluster.unavailableReason();
@@ -367,12 +394,18 @@ export class L7Listener {
       version: '2',
       hostRewrite: cluster.config.hostRewrite,
       clientCert: this.#clientCert(stream.session?.socket as Socket | undefined),
+      trustForwarded: this.config.trustForwardedHeaders,
     });
     if (cluster.h2 !== undefined) {
       void forwardStreamToH2(stream, headers, (flags & 0x1) !== 0, cluster.h2, upHeaders, done);
       return;
     }
     const endStream = (flags & 0x1) !== 0;
+    // To an HTTP/1.1 upstream the body is framed by the length the client declared (nghttp2
+    // checks the DATA frames against it, undici checks again) or sent chunked.
+    const length = headers['content-length'];
+    if (!endStream && typeof length === 'string' && /^[0-9]{1,15}$/.test(length))
+      upHeaders.push('content-length', length);
     cluster.cluster.dispatch(
       { origin: cluster.origin, method, path, headers: upHeaders, body: endStream ? null : stream },
       new Http2ResponseExchange(stream, method, done),

@@ -85,6 +85,13 @@ export class ProxyCluster {
       headersTimeoutMs: config.requestTimeoutMs,
       bodyTimeoutMs: config.bodyTimeoutMs,
       retryIdempotent: config.retries.idempotent,
+      ...(config.slowStartMs === undefined ? {} : { slowStartMs: config.slowStartMs }),
+      ...(config.slowStartAggression === undefined ? {} : { slowStartAggression: config.slowStartAggression }),
+      ...(config.slowStartMinWeightPercent === undefined
+        ? {}
+        : { slowStartMinWeightPercent: config.slowStartMinWeightPercent }),
+      ...(config.herdingGuard === undefined ? {} : { herdingGuard: config.herdingGuard }),
+      ...(config.zoneRouting === undefined ? {} : { zoneRouting: config.zoneRouting }),
       outlierDetection: h2 ? false : (config.outlierDetection ?? {}),
       ...(tls === undefined ? {} : { tls }),
       clock,

@@ -68,7 +68,7 @@ function schemaError(e: ErrorObject, root: unknown): EvenlbError {
       );
     case 'pattern': {
       const f = fieldName(e.instancePath);
-      const what = /address$/.test(f)
+      const what = /address$/i.test(f)
         ? 'must be HOST:PORT (IPv6 as [::1]:PORT)'
         : /target$/.test(f)
           ? 'must be a target URI: static:///IP:PORT[,...], dns:///HOST:PORT, k8s:///NAME.NAMESPACE:PORT or file:///PATH'
@@ -81,7 +81,7 @@ function schemaError(e: ErrorObject, root: unknown): EvenlbError {
 }
 
 interface RawConfig {
-  admin?: { address: string };
+  admin?: { address: string; metricsAddress?: string };
   accessLog?: boolean;
   logLevel?: ProxyConfig['logLevel'];
   imbalanceWindowMs?: number;
@@ -156,6 +156,11 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
       bodyTimeoutMs: c.bodyTimeoutMs ?? 300_000,
       ...(c.hostRewrite === undefined ? {} : { hostRewrite: c.hostRewrite }),
       ...(c.connectionsPerEndpoint === undefined ? {} : { connectionsPerEndpoint: c.connectionsPerEndpoint }),
+      ...(c.slowStartMs === undefined ? {} : { slowStartMs: c.slowStartMs }),
+      ...(c.slowStartAggression === undefined ? {} : { slowStartAggression: c.slowStartAggression }),
+      ...(c.slowStartMinWeightPercent === undefined ? {} : { slowStartMinWeightPercent: c.slowStartMinWeightPercent }),
+      ...(c.herdingGuard === undefined ? {} : { herdingGuard: c.herdingGuard }),
+      ...(c.zoneRouting === undefined ? {} : { zoneRouting: Object.freeze({ ...c.zoneRouting }) }),
     });
   });
   const clusterNames = new Set<string>();
@@ -202,6 +207,8 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
       if (l.balance === 'least-connections' && kind !== 'load') {
         throw configError(`${at}.balance`, `"least-connections" needs cluster ${target.name} to use a load policy`);
       }
+      if (l.trustForwardedHeaders !== undefined)
+        throw configError(`${at}.trustForwardedHeaders`, 'is only valid for protocol "http" or "https"');
     } else {
       for (const k of ['cluster', 'balance', 'maxConnectionAgeMs'] as const) {
         if (l[k] !== undefined) throw configError(`${at}.${k}`, 'is only valid for protocol "tcp"', l[k]);
@@ -217,6 +224,7 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
       ...(l.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: l.maxConnectionAgeMs }),
       limits: Object.freeze({ ...defaultListenerLimits, ...(l.limits ?? {}) }),
       ...(l.recycle === undefined ? {} : { recycle: Object.freeze({ ...l.recycle }) }),
+      trustForwardedHeaders: l.trustForwardedHeaders ?? false,
     });
   });
 

@@ -57,6 +57,8 @@ export class ProxyServer {
   #listeners = new Map<string, Listener>();
   #state: L7State;
   #admin: AdminServer | undefined;
+  /** The metrics-only admin listener (`admin.metricsAddress`), if any. */
+  #metricsAdmin: AdminServer | undefined;
   #closing: Promise<void> | undefined;
   #reloading: Promise<void> = Promise.resolve();
 
@@ -80,6 +82,15 @@ export class ProxyServer {
           clusterDetails: () => [...proxy.#clusters.values()].map((c) => c.cluster.stats()),
         });
         await proxy.#admin.listen(config.admin.address);
+        if (config.admin.metricsAddress !== undefined) {
+          proxy.#metricsAdmin = new AdminServer({
+            metrics: proxy.metrics,
+            config: () => proxy.#config,
+            notReady: () => proxy.#notReady(),
+            scope: 'metrics',
+          });
+          await proxy.#metricsAdmin.listen(config.admin.metricsAddress);
+        }
       }
     } catch (err) {
       await proxy.destroy();
@@ -89,6 +100,7 @@ export class ProxyServer {
       {
         listeners: [...proxy.#listeners.values()].map((l) => ({ name: l.config.name, port: l.port })),
         admin: proxy.#admin?.port,
+        metrics: proxy.#metricsAdmin?.port,
       },
       'proxy started',
     );
@@ -106,6 +118,11 @@ export class ProxyServer {
 
   get adminPort(): number | undefined {
     return this.#admin?.port;
+  }
+
+  /** Bound port of the metrics-only admin listener, when configured. */
+  get metricsPort(): number | undefined {
+    return this.#metricsAdmin?.port;
   }
 
   /** Current clusters by name. */
@@ -249,6 +266,7 @@ export class ProxyServer {
       await Promise.all([...this.#listeners.values()].map((l) => l.close(timeout)));
       await Promise.all([...this.#clusters.values()].map((c) => c.close()));
       await this.#admin?.close();
+      await this.#metricsAdmin?.close();
       this.metrics.close();
     })();
     return this.#closing;
@@ -260,6 +278,7 @@ export class ProxyServer {
     await Promise.all([...this.#listeners.values()].map((l) => l.destroy()));
     await Promise.all([...this.#clusters.values()].map((c) => c.destroy()));
     await this.#admin?.close();
+    await this.#metricsAdmin?.close();
     this.metrics.close();
   }
 }

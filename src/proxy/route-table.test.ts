@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeHost, RouteTable } from './route-table.js';
+import { isValidHost, normalizeHost, RouteTable } from './route-table.js';
 
 const table = new RouteTable(
   [
@@ -30,4 +30,34 @@ describe('RouteTable', () => {
     expect(normalizeHost('Example.COM.:443')).toBe('example.com');
     expect(normalizeHost('[::1]:8080')).toBe('[::1]');
   });
+});
+
+describe('isValidHost (uri-host [":" port])', () => {
+  it.each([
+    'api.example',
+    'api.example:8080',
+    'API.Example.',
+    '10.0.0.1:80',
+    '[::1]:443',
+    '[fe80::1]',
+    'a_b-c~d',
+    'x%41y',
+  ])('accepts %s', (h) => expect(isValidHost(h)).toBe(true));
+  it.each([
+    '',
+    'good.example:80@evil.example',
+    'good.example/admin',
+    'a b',
+    'a:80:80',
+    'a:123456',
+    'a:8x',
+    '[::1',
+    '[]',
+    '[::1]x',
+    'a%4',
+    'é.example',
+    'a\\b',
+    'a?b',
+    'a#b',
+  ])('refuses %j', (h) => expect(isValidHost(h)).toBe(false));
 });

@@ -31,6 +31,56 @@ export function normalizeHost(host: string): string {
   return h.toLowerCase();
 }
 
+/** Bytes a reg-name / IPv4 host may hold: unreserved, sub-delims and `%` (RFC 3986 §3.2.2). */
+const REG_NAME = new Uint8Array(128);
+for (const c of "-._~!$&'()*+,;=%") REG_NAME[c.charCodeAt(0)] = 1;
+for (let c = 48; c <= 57; c++) REG_NAME[c] = 1;
+for (let c = 65; c <= 90; c++) REG_NAME[c] = 1;
+for (let c = 97; c <= 122; c++) REG_NAME[c] = 1;
+
+/**
+ * True when `host` is a `uri-host [ ":" port ]` (RFC 9110 §7.2): a non-empty reg-name or IPv4
+ * address, or an IPv6 literal in brackets, then an optional port of up to 5 digits. Anything
+ * else — userinfo (`a:80@b`), a path (`a/admin`), spaces, an empty host — is refused with 400
+ * by every listener: the proxy must not route by one reading of a Host header and forward
+ * another.
+ *
+ * @example isValidHost('api.example:8080') // true; isValidHost('good:80@evil') // false
+ */
+export function isValidHost(host: string): boolean {
+  const len = host.length;
+  let i = 0;
+  if (len > 0 && host.charCodeAt(0) === 91 /* [ */) {
+    const end = host.indexOf(']');
+    if (end < 2) return false;
+    for (i = 1; i < end; i++) {
+      const c = host.charCodeAt(i);
+      const hex = (c >= 48 && c <= 58) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102) || c === 46;
+      if (!hex) return false;
+    }
+    i = end + 1;
+  } else {
+    for (; i < len; i++) {
+      const c = host.charCodeAt(i);
+      if (c === 58 /* : */) break;
+      if (c >= 128 || REG_NAME[c] !== 1) return false;
+      if (c === 37 /* % */ && !(isHex(host.charCodeAt(i + 1)) && isHex(host.charCodeAt(i + 2)))) return false;
+    }
+    if (i === 0) return false;
+  }
+  if (i === len) return true;
+  if (host.charCodeAt(i) !== 58 || len - i - 1 > 5) return false;
+  for (let j = i + 1; j < len; j++) {
+    const c = host.charCodeAt(j);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+function isHex(c: number): boolean {
+  return (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+}
+
 /** Where a request goes: its host, its origin-form path, and whether the target was absolute-form. */
 export interface RequestTarget {
   readonly host: string | undefined;

@@ -60,7 +60,16 @@ export interface RegistryDrainOptions {
 type EmitFn = (event: string | symbol, ...args: unknown[]) => boolean;
 type Emitter = { emit: EmitFn };
 
-const REASONS: readonly CloseReason[] = ['requests', 'age', 'idle', 'shutdown', 'endpoint-removed', 'error', 'peer'];
+const REASONS: readonly CloseReason[] = [
+  'requests',
+  'age',
+  'idle',
+  'shutdown',
+  'endpoint-removed',
+  'error',
+  'peer',
+  'fair-share',
+];
 /** After the grace, how long to wait for destroyed connections to report closed. */
 const SETTLE_MS = 1000;
 
@@ -70,6 +79,11 @@ export class ConnectionRegistry implements ConnectionHost {
   readonly server: RecyclableServer;
   readonly kind: ServerKind;
   settings: RecyclerSettings;
+  /**
+   * Answers an HTTP/1 request that is not the application's (the fair-share load exchange);
+   * returns true when it did, and the request never reaches the application.
+   */
+  loadResponder: ((req: http.IncomingMessage, res: http.ServerResponse) => boolean) | undefined;
   #refs = 0;
   #attached = false;
   #owner: object | undefined;
@@ -145,6 +159,16 @@ export class ConnectionRegistry implements ConnectionHost {
     this.#metrics = undefined;
     this.settings = trackingOnlySettings(this.settings.clock);
     for (const c of this.#connections.keys()) c.reconfigure();
+  }
+
+  /** Requests (HTTP/2: streams) handed to the application since the registry attached. */
+  get requestsTotal(): number {
+    return this.#requests;
+  }
+
+  /** The connections open now. */
+  connections(): IterableIterator<TrackedConnection> {
+    return this.#connections.keys();
   }
 
   stats(): ConnectionStats {
@@ -288,6 +312,7 @@ export class ConnectionRegistry implements ConnectionHost {
       case 'checkExpectation': {
         const req = args[0] as http.IncomingMessage;
         if (req.httpVersionMajor >= 2) return true;
+        if (this.loadResponder?.(req, args[1] as http.ServerResponse) === true) return false;
         const connection = this.#adoptSocket(req.socket);
         if (connection.admit(req, args[1] as http.ServerResponse)) {
           this.#requests++;

@@ -89,6 +89,9 @@ export class Http1Connection extends TrackedConnection {
       this.#closeAfter(last);
       return;
     }
+    // Shedding exists to move load: an idle connection carries none, so it closes only with a
+    // response (`Connection: close`), never by the racy idle close.
+    if (reason === 'fair-share') return;
     if (this.inFlight === 0 && (reason === 'idle' || this.#idleLongEnough(this.host.settings.clock.now()))) {
       this.destroy(reason);
     }
@@ -103,7 +106,7 @@ export class Http1Connection extends TrackedConnection {
   }
 
   protected retiringTickInMs(nowMs: number): number | undefined {
-    if (this.#closeQueued || this.inFlight > 0) return undefined;
+    if (this.#closeQueued || this.inFlight > 0 || this.retiring === 'fair-share') return undefined;
     return Math.max(0, this.idleSinceMs + this.#idleCloseDelayMs() - nowMs);
   }
 

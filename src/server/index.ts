@@ -7,10 +7,15 @@
  * recycleConnections(server, { maxRequestsPerConnection: 1000, maxConnectionAgeMs: 300_000 });
  * drainOnSignal(server, { graceMs: 20_000 });
  */
+
+export { fairShareMetricNames } from '../metrics/fair-share-metrics.js';
 export { serverMetricNames } from '../metrics/server-metrics.js';
 export type { CloseReason } from '../pool/lifetime-policy.js';
 export type { ConnectionStats, DrainResult } from './connection-registry.js';
 export { type DrainOnSignalOptions, type DrainOptions, drain, drainOnSignal, type SignalDrain } from './drain.js';
+export { DEFAULT_LOAD_PATH, type FairShareLogger, type FairShareOptions } from './fair-share/fair-share-options.js';
+export type { FairShareStats } from './fair-share/fair-share-shedder.js';
+export { LOAD_PROTOCOL, type LoadReport } from './fair-share/load-exchange.js';
 export { type ConnectionRecycler, recycleConnections } from './recycle-connections.js';
 export { type RecyclerOptions, recyclerOptionsSpec } from './recycler-options.js';
 export type { RecyclableServer } from './server-kind.js';

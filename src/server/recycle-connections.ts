@@ -8,7 +8,9 @@
  * flight is cut unless `graceMs` runs out.
  */
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { FairShareMetrics } from '../metrics/fair-share-metrics.js';
 import { ConnectionRegistry, type ConnectionStats } from './connection-registry.js';
+import { FairShareShedder, type FairShareStats } from './fair-share/fair-share-shedder.js';
 import { type ParsedRecyclerOptions, parseRecyclerOptions, type RecyclerOptions } from './recycler-options.js';
 
 const COMPONENT = 'recycleConnections';
@@ -19,6 +21,8 @@ export interface ConnectionRecycler {
   readonly options: ParsedRecyclerOptions;
   /** Counters since the server was first tracked (shared with `drain`). */
   stats(): ConnectionStats;
+  /** What fair-share shedding has seen and done; undefined when `fairShare` is not set. */
+  fairShare(): FairShareStats | undefined;
   /**
    * Detaches: open connections are no longer limited (those already closing still close).
    * Idempotent.
@@ -57,15 +61,45 @@ export function recycleConnections(server: unknown, options: RecyclerOptions = {
       { details: { component: COMPONENT, field: 'server' } },
     );
   }
-  let closed = false;
+  let shedder: FairShareShedder | undefined;
+  if (settings.fairShare !== undefined) {
+    if (
+      settings.fairShare.options.loadPort === undefined &&
+      (registry.kind === 'h2c' || registry.kind === 'h2-secure')
+    ) {
+      registry.unconfigure(owner);
+      registry.release();
+      throw new EvenlbError(
+        ErrorCodes.INVALID_OPTION,
+        `${COMPONENT}: option "fairShare.loadPort" must be set for an HTTP/2 server (the load exchange is plain HTTP/1.1 on its own port); received undefined`,
+        { details: { component: COMPONENT, field: 'fairShare.loadPort' } },
+      );
+    }
+    const metricsRegistry = settings.options.metrics?.registry;
+    shedder = new FairShareShedder(
+      registry,
+      settings.fairShare,
+      settings.clock,
+      settings.random,
+      metricsRegistry === undefined ? undefined : new FairShareMetrics(metricsRegistry),
+    );
+    const s = shedder;
+    registry.loadResponder = (req, res) => s.answer(req, res);
+    s.start();
+  }
+  let closing: Promise<void> | undefined;
   return Object.freeze({
     options: settings.options,
     stats: () => registry.stats(),
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      registry.unconfigure(owner);
-      registry.release();
+    fairShare: () => shedder?.stats(),
+    close: () => {
+      closing ??= (async () => {
+        if (shedder !== undefined) registry.loadResponder = undefined;
+        registry.unconfigure(owner);
+        registry.release();
+        await shedder?.close();
+      })();
+      return closing;
     },
   });
 }

@@ -10,6 +10,12 @@ import { type Clock, systemClock } from '../core/clock.js';
 import { opt, type Parsed, parseOptions } from '../core/options.js';
 import { createRandom, type Random } from '../core/random.js';
 import { LifetimePolicy, lifetimeOptionsSpec } from '../pool/lifetime-policy.js';
+import {
+  type FairShareOptions,
+  type FairShareSettings,
+  fairShareSettings,
+  fairShareSpec,
+} from './fair-share/fair-share-options.js';
 
 const COMPONENT = 'recycleConnections';
 
@@ -46,6 +52,12 @@ export const recyclerOptionsSpec = {
   clock: opt.custom('a Clock (an object with now() and setTimeout())', isClock, { default: systemClock }),
   random: opt.custom('a Random (an object with next())', isRandom, { optional: true }),
   metrics: opt.object({ registry: opt.custom('a prom-client Registry', isRegistry) }, { optional: true }),
+  /**
+   * Fair-share shedding: close connections only while this server's load is above the fleet
+   * mean by more than a tolerance, learning the fleet's load from its peers. The age and
+   * request limits above keep working beside it, as a ceiling.
+   */
+  fairShare: opt.object(fairShareSpec, { optional: true }),
 };
 
 /** What `recycleConnections` accepts. */
@@ -66,6 +78,8 @@ export interface RecyclerOptions {
   readonly random?: Random;
   /** Record `evenlb_server_*` metrics on this prom-client registry. */
   readonly metrics?: { readonly registry: Registry };
+  /** Shed load only where this server is above its fair share (see docs/recycler.md). */
+  readonly fairShare?: FairShareOptions;
 }
 
 export type ParsedRecyclerOptions = Parsed<typeof recyclerOptionsSpec>;
@@ -75,6 +89,10 @@ export interface RecyclerSettings {
   readonly options: ParsedRecyclerOptions;
   readonly policy: LifetimePolicy;
   readonly clock: Clock;
+  /** Fair-share shedding, when configured. */
+  readonly fairShare: FairShareSettings | undefined;
+  /** The randomness the policy and shedding draw from. */
+  readonly random: Random;
 }
 
 /**
@@ -91,8 +109,10 @@ export function parseRecyclerOptions(input: unknown): RecyclerSettings {
     ageJitter: options.ageJitter,
     idleTimeoutMs: options.idleTimeoutMs,
   };
-  const policy = new LifetimePolicy(lifetime, options.random ?? createRandom(), COMPONENT);
-  return Object.freeze({ options, policy, clock: options.clock });
+  const random = options.random ?? createRandom();
+  const policy = new LifetimePolicy(lifetime, random, COMPONENT);
+  const fairShare = options.fairShare === undefined ? undefined : fairShareSettings(options.fairShare);
+  return Object.freeze({ options, policy, clock: options.clock, fairShare, random });
 }
 
 /** Settings with no limit: connections are only tracked (for drain and stats). */

@@ -75,7 +75,9 @@ export abstract class TrackedConnection implements ConnectionLife {
     if (this.#closed || this.#retiring !== undefined) return;
     this.#retiring = reason;
     const { options, clock } = this.host.settings;
-    if (options.graceMs !== undefined && reason !== 'shutdown') {
+    // Fair-share shedding waits for the connection's next response boundary however long that
+    // takes: an idle connection carries no load, and cutting it would race its client.
+    if (options.graceMs !== undefined && reason !== 'shutdown' && reason !== 'fair-share') {
       // An HTTP/1 connection may retire by age a little before its limit (its last response
       // is sent with `Connection: close`): the grace still counts from the limit itself.
       let graceMs = options.graceMs;

@@ -153,7 +153,7 @@ class Accumulator {
     this.#toRemoved += o.windowRequestsToRemovedPods;
     this.#connections += o.connectionsOpened;
     this.#reconnects += o.connectionsOpenedInWindow;
-    this.#windowMinutes += (o.windowEndMs - o.windowStartMs) / 60_000;
+    this.#windowMinutes += Math.max(0, o.windowEndMs - o.windowStartMs) / 60_000;
     this.#crossZone += o.windowRequestsCrossZone;
     this.#events += o.events;
     const fresh = o.pods.filter((p) => !p.initial);

@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompletedPhase, PhaseResult } from '../../src/demo/phase-result.js';
-import { netfilterSupport } from '../../src/netfilter/index.js';
 import { launchChromium } from '../support/browser.js';
+import { netnsSupport } from '../support/netns-support.js';
 import {
   accepts,
   cliPath,
@@ -111,10 +111,10 @@ describe('evenlb demo', () => {
     }
   });
 
-  it('writes a self-contained HTML report whose charts all draw in Chromium', async () => {
+  it('writes a self-contained HTML report whose charts all draw in Chromium', async (ctx) => {
     const html = readFileSync(htmlPath, 'utf8');
     expect(html).not.toMatch(/<script[^>]+src=/);
-    const browser = await launchChromium();
+    const browser = await launchChromium(ctx);
     try {
       const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
       const requests: string[] = [];
@@ -161,7 +161,7 @@ describe('evenlb demo', () => {
   }, 60_000);
 
   it('--dataplane netfilter: real kube-proxy rules when root, else says what is needed and exits 2', async () => {
-    const support = netfilterSupport();
+    const support = netnsSupport();
     const json = join(dir, 'netfilter.json');
     const r = await runBuiltCli(
       [
@@ -196,7 +196,8 @@ describe('evenlb demo', () => {
   }, 60_000);
 
   it('--dataplane netfilter: Ctrl-C removes the namespace and every process in it', async (ctx) => {
-    if (!netfilterSupport().ok) ctx.skip();
+    const support = netnsSupport();
+    if (!support.ok) ctx.skip(support.reason);
     const r = await runDemoInterruptedWhenLive(
       [
         'demo',

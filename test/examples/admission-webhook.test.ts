@@ -9,13 +9,15 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ValidatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
-import { Service } from 'kubernetes-models/v1';
+import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
+import { Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { createWebhookServer } from '../../examples/admission-webhook/src/webhook-server.js';
+import { recycleConnections } from '../../src/server/index.js';
 import { bundleFixture, FixtureProcess } from '../server/support/fixture-process.js';
-import { listen, PerConnectionCounter, selfSignedCert, shutdown } from '../server/support/servers.js';
+import { listen, PerConnectionCounter, selfSignedCert, shutdown, waitFor } from '../server/support/servers.js';
 
 const exampleDir = join(import.meta.dirname, '..', '..', 'examples', 'admission-webhook');
 const SERVICE_DNS = 'evenlb-webhook.policy.svc';
@@ -92,6 +94,55 @@ describe('admission-webhook example: manifests', () => {
     const drainMs = Number(env.CLOSE_DELAY_MS) + Number(env.GRACE_MS);
     expect(pod.spec!.terminationGracePeriodSeconds! * 1000).toBeGreaterThan(drainMs);
     expect(container.readinessProbe!.httpGet!.path).toBe('/healthz');
+  });
+});
+
+describe('admission-webhook example: fair-share shedding', () => {
+  it('RBAC lets the pods list and watch their Service and EndpointSlices, and the Deployment uses it', () => {
+    const [saJson, roleJson, bindingJson] = load('rbac.yaml');
+    const sa = new ServiceAccount(saJson as never);
+    const role = new Role(roleJson as never);
+    const binding = new RoleBinding(bindingJson as never);
+    for (const m of [sa, role, binding]) expect(() => m.validate()).not.toThrow();
+    const [deploymentJson] = load('deployment.yaml');
+    const deployment = new Deployment(deploymentJson as never);
+    const [serviceJson] = load('service.yaml');
+    const service = new Service(serviceJson as never);
+    const pod = deployment.spec!.template.spec!;
+    expect(pod.serviceAccountName).toBe(sa.metadata!.name);
+    expect(binding.subjects).toContainEqual({ kind: 'ServiceAccount', name: sa.metadata!.name, namespace: 'policy' });
+    expect(binding.roleRef.name).toBe(role.metadata!.name);
+    const rules = role.rules!.map((r) => ({ group: r.apiGroups![0], resource: r.resources![0], verbs: r.verbs }));
+    expect(rules).toContainEqual({ group: 'discovery.k8s.io', resource: 'endpointslices', verbs: ['list', 'watch'] });
+    expect(rules).toContainEqual({ group: '', resource: 'services', verbs: ['list', 'watch'] });
+    const env = pod.containers[0]!.env!;
+    const peers = env.find((e) => e.name === 'FAIR_SHARE_PEERS')!.value!;
+    expect(peers).toBe(
+      `k8s:///${service.metadata!.name}.${service.metadata!.namespace}:${service.spec!.ports![0]!.name}`,
+    );
+    expect(env.find((e) => e.name === 'POD_IP')!.valueFrom!.fieldRef!.fieldPath).toBe('status.podIP');
+  });
+
+  it('two replicas exchange their load over HTTPS on the webhook port', async () => {
+    const tls = selfSignedCert([SERVICE_DNS], ['127.0.0.1', '127.0.0.2']);
+    const addresses = ['127.0.0.1', '127.0.0.2'];
+    const servers = addresses.map(() =>
+      createWebhookServer({ key: tls.key, cert: tls.cert, requiredLabel: 'team', recycle: {} }),
+    );
+    const ports: number[] = [];
+    for (const [i, s] of servers.entries()) ports.push(await listen(s.server, addresses[i]));
+    await Promise.all(servers.map((s) => s.recycler.close()));
+    const peers = `static:///${addresses.map((a, i) => `${a}:${ports[i]}`).join(',')}`;
+    const replicas = servers.map((s, i) =>
+      recycleConnections(s.server, { fairShare: { peers, self: addresses[i], periodMs: 50 } }),
+    );
+    try {
+      await waitFor(() => replicas.every((r) => (r.fairShare()?.peersAnswering ?? 0) === 1), 10_000, 'peer answers');
+      expect(replicas.map((r) => r.fairShare()?.peerFailures)).toEqual([0, 0]);
+    } finally {
+      await Promise.all(replicas.map((r) => r.close()));
+      await Promise.all(servers.map((s) => shutdown(s.server)));
+    }
   });
 });
 

@@ -18,10 +18,11 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeProxyNamespace, netfilterSupport, resolveTool } from '../../src/netfilter/index.js';
+import { KubeProxyNamespace, resolveTool } from '../../src/netfilter/index.js';
 import { bundleFixture, FixtureProcess } from '../server/support/fixture-process.js';
+import { netnsSupport } from '../support/netns-support.js';
 
-const support = netfilterSupport();
+const support = netnsSupport();
 const skipNote = support.ok ? '' : ` (skipped: ${support.reason})`;
 
 const VIP = '127.100.0.1';

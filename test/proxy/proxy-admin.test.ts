@@ -2,7 +2,9 @@
  * The admin listener under real load: `/healthz`, `/readyz`, `/config`, `/endpoints`,
  * `/metrics` (per-endpoint counters and the imbalance gauges, named as `proxyMetricNames`
  * says), and the live dashboard driven in Chromium (playwright-core): the page loads chart.js
- * from the admin server, its charts draw non-blank canvases, and the figures update.
+ * from the admin server with no failed request or console error, its charts draw non-blank
+ * canvases, the figures update, and the p50 it shows per endpoint agrees (within 3×) with the
+ * p50 the load generator measured over the same window.
  */
 import http from 'node:http';
 import type { Browser } from 'playwright-core';
@@ -17,12 +19,21 @@ let proxy: ProxyServer;
 let adminPort = 0;
 let running = true;
 let loadDone: Promise<void> = Promise.resolve();
+/** Generator-side latencies: when each request finished and how long it took, ms. */
+const measured: { atMs: number; ms: number }[] = [];
+const MAX_SAMPLES = 200_000;
+const WINDOW_MS = 5000;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] as number;
+}
 
 beforeAll(async () => {
-  backends = await Promise.all([1, 2, 3, 4].map((i) => startBackend(`d${i}`, `127.0.0.${90 + i}`, { delayMs: 1 })));
+  backends = await Promise.all([1, 2, 3, 4].map((i) => startBackend(`d${i}`, `127.0.0.${90 + i}`, { delayMs: 3 })));
   proxy = await startProxy({
     admin: { address: '127.0.0.1:0' },
-    imbalanceWindowMs: 5000,
+    imbalanceWindowMs: WINDOW_MS,
     listeners: [{ name: 'web', address: '127.0.0.1:0' }],
     clusters: [{ name: 'web', target: `static:///${backends.map((b) => b.key).join(',')}` }],
   });
@@ -33,9 +44,14 @@ beforeAll(async () => {
   const loop = async (): Promise<void> => {
     while (running && Date.now() < deadline) {
       await new Promise<void>((resolve) => {
+        const started = performance.now();
         const req = http.get({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
           res.resume();
-          res.on('end', () => setTimeout(resolve, 2));
+          res.on('end', () => {
+            const now = performance.now();
+            if (measured.length < MAX_SAMPLES) measured.push({ atMs: now, ms: now - started });
+            setTimeout(resolve, 2);
+          });
         });
         req.on('error', () => resolve());
       });
@@ -94,11 +110,18 @@ describe('dashboard', () => {
     await browser?.close();
   });
 
-  it('loads, draws non-blank charts and updates its figures', async () => {
-    browser = await launchChromium();
+  it('loads, draws non-blank charts and updates its figures', async (ctx) => {
+    browser = await launchChromium(ctx);
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+    });
+    page.on('requestfailed', (r) => errors.push(`failed: ${r.url()}`));
+    page.on('response', (r) => {
+      if (r.status() >= 400) errors.push(`${r.status()}: ${r.url()}`);
+    });
     await page.goto(`http://127.0.0.1:${adminPort}/`);
     // Page-side code is passed as strings: this project compiles without the DOM library.
     await page.waitForFunction('window.__evenlbUpdates >= 3', null, { timeout: 15_000 });
@@ -128,6 +151,32 @@ describe('dashboard', () => {
     expect(jain).toBeLessThanOrEqual(1);
     expect(second.status).not.toBe(first.status);
     expect(errors).toEqual([]);
+    // Latency tells the truth: the p50 shown per endpoint is the measured one, within 3× of
+    // what the load generator saw over the same window (the generator's includes the proxy
+    // hop and its own event loop; the shown p50 is the upstream's, from the histogram).
+    const shown = (await page.evaluate(
+      `Array.from(document.querySelectorAll('[data-p50]')).map((td) => ({ key: td.getAttribute('data-p50'), text: td.textContent }))`,
+    )) as { key: string; text: string }[];
+    const now = performance.now();
+    const generatorP50 = median(measured.filter((m) => m.atMs >= now - WINDOW_MS).map((m) => m.ms));
+    expect(shown.map((s) => s.key).sort()).toEqual(backends.map((b) => b.key).sort());
+    for (const s of shown) {
+      const p50 = Number(s.text);
+      expect(p50, `${s.key}: shown p50 ${s.text}, generator p50 ${generatorP50.toFixed(2)} ms`).toBeGreaterThan(
+        generatorP50 / 3,
+      );
+      expect(p50, `${s.key}: shown p50 ${s.text}, generator p50 ${generatorP50.toFixed(2)} ms`).toBeLessThan(
+        generatorP50 * 3,
+      );
+    }
+    const headers = (await page.evaluate(
+      `Array.from(document.querySelectorAll('section[data-cluster="web"] table th')).map((th) => th.textContent)`,
+    )) as string[];
+    expect(headers).toEqual(expect.arrayContaining(['p50 ms', 'p99 ms', 'balancer estimate ms']));
+    // Headless Chromium asks for no icon, a desktop browser does: the page names an inline one
+    // and /favicon.ico answers without an error either way.
+    expect(await page.evaluate(`document.querySelector('link[rel="icon"]')?.getAttribute('href')`)).toBe('data:,');
+    expect((await fetchText(adminPort, '/favicon.ico')).status).toBe(204);
     if (process.env.EVENLB_DASHBOARD_SCREENSHOT !== undefined) {
       await page.screenshot({ path: process.env.EVENLB_DASHBOARD_SCREENSHOT, fullPage: true });
     }

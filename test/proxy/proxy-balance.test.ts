@@ -133,7 +133,8 @@ describe('proxy balancing', () => {
     expect(seen?.['proxy-authorization']).toBeUndefined();
     expect(seen?.te).toBe('trailers');
     expect(seen?.host).toBe('svc.example:8080');
-    expect(seen?.['x-forwarded-for']).toBe('10.9.9.9, 127.0.0.1');
+    // The listener does not trust client-sent forwarding headers (the default): replaced.
+    expect(seen?.['x-forwarded-for']).toBe('127.0.0.1');
     expect(seen?.['x-forwarded-proto']).toBe('http');
     expect(seen?.['x-forwarded-host']).toBe('svc.example:8080');
     expect(seen?.via).toBe('1.1 evenlb');

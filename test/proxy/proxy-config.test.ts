@@ -83,6 +83,16 @@ const invalid: { name: string; yaml: string; field: RegExp }[] = [
     field: /"listeners\[0\]\.limits\.maxHeaderCount" must be >= 1; received -1/,
   },
   {
+    name: 'trustForwardedHeaders on a tcp listener',
+    yaml: 'listeners: [{ address: "127.0.0.1:0", protocol: tcp, cluster: a, trustForwardedHeaders: true }]\nclusters: [{ name: a, target: "static:///127.0.0.1:1" }]',
+    field: /"listeners\[0\]\.trustForwardedHeaders" is only valid for protocol "http" or "https"/,
+  },
+  {
+    name: 'a malformed admin metricsAddress',
+    yaml: 'admin: { address: "127.0.0.1:0", metricsAddress: "9902" }\nlisteners: [{ address: "127.0.0.1:0" }]\nclusters: [{ name: a, target: "static:///127.0.0.1:1" }]',
+    field: /"admin\.metricsAddress" must be HOST:PORT/,
+  },
+  {
     name: 'missing clusters',
     yaml: 'listeners: [{ address: "127.0.0.1:0" }]',
     field: /"clusters" is required/,
@@ -124,6 +134,7 @@ routes:
     expect(c.clusters[0]?.retries).toEqual({ connectFailures: 2, idempotent: 1 });
     expect(c.clusters[1]?.protocol).toBe('h2');
     expect(c.routes[0]?.pathPrefix).toBe('/v1');
+    expect(c.listeners[0]?.trustForwardedHeaders).toBe(false);
   });
 });
 

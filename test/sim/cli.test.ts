@@ -102,7 +102,7 @@ describe('evenlb sim', () => {
     // Five CLI processes on a shared two-core machine: the deadline is runSim's, per process.
   }, 180_000);
 
-  it('--html writes a self-contained page that renders its charts offline', async () => {
+  it('--html writes a self-contained page that renders its charts offline', async (ctx) => {
     const file = join(dir, 'report.html');
     const r = await runSim(cli, [
       '--scenario',
@@ -124,7 +124,7 @@ describe('evenlb sim', () => {
     expect(html).not.toMatch(/<link[^>]+href=/);
     expect(html).not.toMatch(/src="https?:/);
 
-    const browser = await launchChromium();
+    const browser = await launchChromium(ctx);
     try {
       const page = await browser.newPage();
       const errors: string[] = [];

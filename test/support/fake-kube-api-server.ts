@@ -20,6 +20,11 @@
  * kept, and may be changed while down). Every request is recorded in `requests` with its RBAC
  * verb. `endpointSlice()` and `service()` build objects of the real shape.
  *
+ * With `workloads: true` it also serves Pods, Nodes, ConfigMaps and Validating/Mutating
+ * webhook configurations (stored as given with `applyObject`), the pod proxy subresource
+ * (`setPodProxy` forwards `/api/v1/namespaces/NS/pods/POD:PORT/proxy/...` to a real server),
+ * and `forbid()` answers matching requests 403 with kube-apiserver's RBAC message.
+ *
  * @example
  * const api = await FakeKubeApiServer.start({ token: 'secret' });
  * api.applyService(service({ name: 'web', namespace: 'prod', ports: [{ name: 'http', port: 80, targetPort: 8080 }] }));
@@ -240,14 +245,26 @@ export function parseFieldSelector(text: string): Predicate {
 // ---------------------------------------------------------------------------------------------
 // The server
 
-/** The two resources the fake serves. */
-export type FakeResource = 'services' | 'endpointslices';
+/**
+ * The resources the fake serves. Services and EndpointSlices have typed hooks; the others
+ * (what `evenlb doctor` reads) are stored as given through `applyObject` / `deleteObject`.
+ */
+export type FakeResource =
+  | 'services'
+  | 'endpointslices'
+  | 'pods'
+  | 'nodes'
+  | 'configmaps'
+  | 'validatingwebhookconfigurations'
+  | 'mutatingwebhookconfigurations';
 
 interface ResourceInfo {
   readonly group: string;
   readonly version: string;
   readonly kind: string;
   readonly listKind: string;
+  /** Cluster-scoped objects are stored under namespace `""` and served without one. */
+  readonly clusterScoped?: boolean;
 }
 
 const RESOURCES: Record<FakeResource, ResourceInfo> = {
@@ -258,9 +275,42 @@ const RESOURCES: Record<FakeResource, ResourceInfo> = {
     kind: 'EndpointSlice',
     listKind: 'EndpointSliceList',
   },
+  pods: { group: '', version: 'v1', kind: 'Pod', listKind: 'PodList' },
+  nodes: { group: '', version: 'v1', kind: 'Node', listKind: 'NodeList', clusterScoped: true },
+  configmaps: { group: '', version: 'v1', kind: 'ConfigMap', listKind: 'ConfigMapList' },
+  validatingwebhookconfigurations: {
+    group: 'admissionregistration.k8s.io',
+    version: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    listKind: 'ValidatingWebhookConfigurationList',
+    clusterScoped: true,
+  },
+  mutatingwebhookconfigurations: {
+    group: 'admissionregistration.k8s.io',
+    version: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    listKind: 'MutatingWebhookConfigurationList',
+    clusterScoped: true,
+  },
 };
 
-type StoredObject = (EndpointSlice | Service) & { metadata: { name: string; namespace: string } };
+/** Any object of a `FakeResource`, as tests hand it to `applyObject`. */
+export interface FakeObject {
+  readonly apiVersion?: string;
+  readonly kind?: string;
+  readonly metadata: { name?: string; namespace?: string; [key: string]: unknown };
+  readonly [key: string]: unknown;
+}
+
+/** Requests `forbid()` answers 403 (RBAC), matched on every field given. */
+export interface ForbidRule {
+  /** A resource, or a subresource such as `pods/proxy`. */
+  readonly resource?: string;
+  readonly verb?: 'get' | 'list' | 'watch';
+  readonly namespace?: string;
+}
+
+type StoredObject = (EndpointSlice | Service | FakeObject) & { metadata: { name: string; namespace?: string } };
 
 interface HistoryEvent {
   readonly rv: number;
@@ -279,7 +329,7 @@ export interface RecordedRequest {
   readonly verb: 'get' | 'list' | 'watch' | 'unknown';
   /** API group (`""` for the core group). */
   readonly group: string;
-  /** Resource name (`services`, `endpointslices`) or `""` for unknown paths. */
+  /** Resource name (`services`, `endpointslices`, `pods/proxy`, ...) or `""` for unknown paths. */
   readonly resource: string;
   readonly namespace: string | undefined;
   readonly name: string | undefined;
@@ -315,6 +365,11 @@ export interface FakeKubeApiServerOptions {
    * self-signed `cert` itself) is handed out by `connection()` and `kubeconfigYaml()`.
    */
   readonly tls?: { readonly key: string; readonly cert: string; readonly ca?: string };
+  /**
+   * Also serve Pods, Nodes, ConfigMaps, webhook configurations and the pod proxy subresource
+   * (what `evenlb doctor` reads). Default false: those paths answer 404, as they always did.
+   */
+  readonly workloads?: boolean;
 }
 
 /** What `failRequests` makes the server answer. */
@@ -393,6 +448,9 @@ export class FakeKubeApiServer {
   readonly #failures: { spec: InjectedFailure; left: number }[] = [];
   /** Every request received, in order. */
   readonly requests: RecordedRequest[] = [];
+  readonly #forbidden: ForbidRule[] = [];
+  /** Pod proxy targets: `namespace/pod:port` → base URL. */
+  readonly #podProxies = new Map<string, string>();
   #server: http.Server | undefined;
   #port = 0;
   #rv = 1000;
@@ -508,10 +566,46 @@ export class FakeKubeApiServer {
     return structuredClone(this.#objects.get(`services/${namespace}/${name}`)) as Service | undefined;
   }
 
-  #apply(resource: FakeResource, input: EndpointSlice | Service): StoredObject {
+  /**
+   * Creates or replaces an object of any served resource (Pods, Nodes, ConfigMaps, webhook
+   * configurations, ...); `kind` and `apiVersion` are filled in. Returns the stored copy.
+   */
+  applyObject(resource: FakeResource, object: FakeObject): FakeObject {
+    const info = RESOURCES[resource];
+    return this.#apply(resource, { ...object, kind: info.kind, apiVersion: info.version }) as FakeObject;
+  }
+
+  /** Deletes an object of any served resource (`namespace` ignored when cluster-scoped). */
+  deleteObject(resource: FakeResource, namespace: string, name: string): boolean {
+    return this.#delete(resource, RESOURCES[resource].clusterScoped ? '' : namespace, name);
+  }
+
+  /**
+   * Answers requests matching `rule` with 403 Forbidden and kube-apiserver's RBAC message,
+   * until `allowAll()`.
+   */
+  forbid(rule: ForbidRule): void {
+    this.#forbidden.push(rule);
+  }
+
+  /** Drops every `forbid()` rule. */
+  allowAll(): void {
+    this.#forbidden.length = 0;
+  }
+
+  /**
+   * Serves `GET /api/v1/namespaces/NS/pods/POD:PORT/proxy/PATH` by forwarding to `baseUrl` + PATH
+   * (the pod proxy subresource). A pod without a target answers 503, as when the kubelet
+   * cannot reach the container.
+   */
+  setPodProxy(namespace: string, pod: string, port: number, baseUrl: string): void {
+    this.#podProxies.set(`${namespace}/${pod}:${port}`, baseUrl.replace(/\/+$/, ''));
+  }
+
+  #apply(resource: FakeResource, input: EndpointSlice | Service | FakeObject): StoredObject {
     const name = input.metadata.name;
     if (name === undefined || name === '') throw new Error(`${RESOURCES[resource].kind} needs metadata.name`);
-    const namespace = input.metadata.namespace ?? 'default';
+    const namespace = RESOURCES[resource].clusterScoped ? '' : (input.metadata.namespace ?? 'default');
     const key = `${resource}/${namespace}/${name}`;
     const previous = this.#objects.get(key);
     const rv = ++this.#rv;
@@ -519,7 +613,7 @@ export class FakeKubeApiServer {
     object.metadata = {
       ...object.metadata,
       name,
-      namespace,
+      ...(namespace === '' ? {} : { namespace }),
       uid: previous?.metadata.uid ?? object.metadata.uid ?? `uid-${resource}-${++this.#uid}`,
       resourceVersion: String(rv),
     };
@@ -756,6 +850,15 @@ export class FakeKubeApiServer {
     };
 
     if (this.#token !== undefined && token !== this.#token) return fail(401, 'Unauthorized');
+    const proxy =
+      this.#options.workloads !== true
+        ? null
+        : /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/:]+)(?::(\d+))?\/proxy(\/.*)?$/.exec(url.pathname);
+    if (proxy !== null) return this.#proxyPod(req, res, url, proxy, token);
+    if (route !== undefined) {
+      const denied = this.#denied(route.resource, verb, route.namespace, route.name);
+      if (denied !== undefined) return fail(403, denied, { name: route.name ?? '', kind: route.resource });
+    }
     if (route === undefined) return fail(404, 'the server could not find the requested resource');
     if (req.method !== 'GET') return fail(405, `the fake API server serves GET only, not ${req.method}`);
     const injected = this.#failures.find(
@@ -773,7 +876,7 @@ export class FakeKubeApiServer {
 
     const info = RESOURCES[route.resource];
     if (route.name !== undefined) {
-      const object = this.#objects.get(`${route.resource}/${route.namespace}/${route.name}`);
+      const object = this.#objects.get(`${route.resource}/${route.namespace ?? ''}/${route.name}`);
       if (object === undefined) {
         return fail(404, `${route.resource}${info.group === '' ? '' : `.${info.group}`} "${route.name}" not found`, {
           name: route.name,
@@ -792,10 +895,10 @@ export class FakeKubeApiServer {
       const labels = query.labelSelector ? parseLabelSelector(query.labelSelector) : () => true;
       const fields = query.fieldSelector ? parseFieldSelector(query.fieldSelector) : () => true;
       matches = (o) =>
-        o.metadata.namespace !== undefined &&
+        (info.clusterScoped === true || o.metadata.namespace !== undefined) &&
         (route.namespace === undefined || o.metadata.namespace === route.namespace) &&
-        labels(o.metadata.labels ?? {}) &&
-        fields({ 'metadata.name': o.metadata.name, 'metadata.namespace': o.metadata.namespace });
+        labels((o.metadata.labels as Labels | undefined) ?? {}) &&
+        fields({ 'metadata.name': o.metadata.name, 'metadata.namespace': o.metadata.namespace ?? '' });
     } catch (err) {
       return fail(400, err instanceof Error ? err.message : String(err));
     }
@@ -848,17 +951,99 @@ export class FakeKubeApiServer {
     this.#startWatch(route.resource, route.namespace, matches, query, req, res);
   }
 
+  /** kube-apiserver's RBAC message when a `forbid()` rule matches, else undefined. */
+  #denied(resource: string, verb: string, namespace: string | undefined, name: string | undefined): string | undefined {
+    const rule = this.#forbidden.find(
+      (r) =>
+        (r.resource === undefined || r.resource === resource) &&
+        (r.verb === undefined || r.verb === verb) &&
+        (r.namespace === undefined || r.namespace === namespace),
+    );
+    if (rule === undefined) return undefined;
+    const [base = resource, sub] = resource.split('/');
+    const group = RESOURCES[base as FakeResource]?.group ?? '';
+    const what = name === undefined ? resource : `${resource} "${name}"`;
+    const where = namespace === undefined ? 'at the cluster scope' : `in the namespace "${namespace}"`;
+    return (
+      `${what}${group === '' ? '' : `.${group}`} is forbidden: User "system:serviceaccount:test:fake" cannot ${verb} ` +
+      `resource "${base}"${sub === undefined ? '' : ` subresource "${sub}"`} in API group "${group}" ${where}`
+    );
+  }
+
+  /** The pod proxy subresource: forwards a GET to the target set with `setPodProxy`. */
+  #proxyPod(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    url: URL,
+    m: RegExpExecArray,
+    token: string | undefined,
+  ): undefined {
+    const namespace = decodeURIComponent(m[1] ?? '');
+    const pod = decodeURIComponent(m[2] ?? '');
+    const port = m[3] ?? '80';
+    const rest = m[4] ?? '/';
+    const answer = (statusCode: number, body: string, type = 'application/json'): undefined => {
+      this.requests.push({
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        verb: 'get',
+        group: '',
+        resource: 'pods/proxy',
+        namespace,
+        name: pod,
+        statusCode,
+        token,
+      });
+      res.writeHead(statusCode, { 'content-type': type });
+      res.end(body);
+      return undefined;
+    };
+    const status = (code: number, message: string): undefined =>
+      answer(code, JSON.stringify(statusObject(code, message, { name: pod, kind: 'pods' })));
+    const denied = this.#denied('pods/proxy', 'get', namespace, pod);
+    if (denied !== undefined) return status(403, denied);
+    if (!this.#objects.has(`pods/${namespace}/${pod}`)) return status(404, `pods "${pod}" not found`);
+    const target = this.#podProxies.get(`${namespace}/${pod}:${port}`);
+    const refused = (): undefined =>
+      status(503, `error trying to reach service: dial tcp ${pod}:${port}: connect: connection refused`);
+    if (target === undefined) return refused();
+    const upstream = http.get(`${target}${rest}${url.search}`, (up) => {
+      const chunks: Buffer[] = [];
+      up.on('data', (c: Buffer) => chunks.push(c));
+      up.on('end', () =>
+        answer(up.statusCode ?? 502, Buffer.concat(chunks).toString('utf8'), String(up.headers['content-type'])),
+      );
+      up.on('error', refused);
+    });
+    upstream.on('error', refused);
+    return undefined;
+  }
+
   #route(pathname: string): { resource: FakeResource; namespace?: string; name?: string } | undefined {
     const patterns: [RegExp, FakeResource][] = [
       [/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?services(?:\/([^/]+))?$/, 'services'],
       [/^\/apis\/discovery\.k8s\.io\/v1\/(?:namespaces\/([^/]+)\/)?endpointslices(?:\/([^/]+))?$/, 'endpointslices'],
+      [/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?pods(?:\/([^/]+))?$/, 'pods'],
+      [/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?configmaps(?:\/([^/]+))?$/, 'configmaps'],
+      [/^\/api\/v1\/()?nodes(?:\/([^/]+))?$/, 'nodes'],
+      [
+        /^\/apis\/admissionregistration\.k8s\.io\/v1\/()?validatingwebhookconfigurations(?:\/([^/]+))?$/,
+        'validatingwebhookconfigurations',
+      ],
+      [
+        /^\/apis\/admissionregistration\.k8s\.io\/v1\/()?mutatingwebhookconfigurations(?:\/([^/]+))?$/,
+        'mutatingwebhookconfigurations',
+      ],
     ];
     for (const [re, resource] of patterns) {
       const m = re.exec(pathname);
       if (m === null) continue;
-      const namespace = m[1] === undefined ? undefined : decodeURIComponent(m[1]);
+      if (this.#options.workloads !== true && resource !== 'services' && resource !== 'endpointslices') continue;
+      const clusterScoped = RESOURCES[resource].clusterScoped === true;
+      const namespace = m[1] === undefined || clusterScoped ? undefined : decodeURIComponent(m[1]);
       const name = m[2] === undefined ? undefined : decodeURIComponent(m[2]);
-      if (name !== undefined && namespace === undefined) return undefined;
+      if (name !== undefined && namespace === undefined && !clusterScoped) return undefined;
       return { resource, ...(namespace === undefined ? {} : { namespace }), ...(name === undefined ? {} : { name }) };
     }
     return undefined;

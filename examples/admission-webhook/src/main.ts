@@ -24,14 +24,32 @@ const int = (name: string, fallback: number): number => {
 const log = (msg: string, fields: Record<string, unknown> = {}) =>
   process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), msg, ...fields })}\n`);
 
+const fraction = (name: string, fallback: number): number => {
+  const raw = env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isFinite(value) || value < 0) {
+    process.stderr.write(`${name} must be a non-negative number; got ${JSON.stringify(raw)}\n`);
+    process.exit(2);
+  }
+  return value;
+};
+
+// With FAIR_SHARE_PEERS (the webhook's own Service, e.g. k8s:///evenlb-webhook.policy:https) a
+// replica closes connections only while it serves more than its share; the age and request
+// limits stay behind it as a ceiling (0 = off). Without it, plain recycling by requests and age.
+const peers = env.FAIR_SHARE_PEERS;
+const fairShare = peers !== undefined && peers !== '';
+const maxRequests = int('MAX_REQUESTS_PER_CONNECTION', fairShare ? 0 : 1000);
+const maxAge = int('MAX_CONNECTION_AGE_MS', fairShare ? 1_800_000 : 300_000);
 const { server } = createWebhookServer({
   key: readFileSync(env.TLS_KEY_FILE ?? '/tls/tls.key'),
   cert: readFileSync(env.TLS_CERT_FILE ?? '/tls/tls.crt'),
   requiredLabel: env.REQUIRED_LABEL ?? 'team',
   recycle: {
-    maxRequestsPerConnection: int('MAX_REQUESTS_PER_CONNECTION', 1000),
-    maxConnectionAgeMs: int('MAX_CONNECTION_AGE_MS', 300_000),
+    ...(maxRequests > 0 ? { maxRequestsPerConnection: maxRequests } : {}),
+    ...(maxAge > 0 ? { maxConnectionAgeMs: maxAge } : {}),
     graceMs: int('GRACE_MS', 25_000),
+    ...(fairShare ? { fairShare: { peers, tolerance: fraction('FAIR_SHARE_TOLERANCE', 0.1) } } : {}),
   },
 });
 

@@ -6,17 +6,17 @@
  */
 import type { TrackedEndpoint } from '../picker.js';
 
-/** The endpoints' weights, in order. */
+/** The endpoints' effective weights (`TrackedEndpoint.weight`: slow start and zone preference applied), in order. */
 export function endpointWeights(endpoints: readonly TrackedEndpoint[]): Float64Array {
   const w = new Float64Array(endpoints.length);
-  for (let i = 0; i < endpoints.length; i++) w[i] = (endpoints[i] as TrackedEndpoint).endpoint.weight;
+  for (let i = 0; i < endpoints.length; i++) w[i] = (endpoints[i] as TrackedEndpoint).weight;
   return w;
 }
 
-/** True when every endpoint has the same weight (the common case: weights unset). */
+/** True when every endpoint has the same effective weight (the common case: weights unset, nothing ramping). */
 export function weightsUniform(endpoints: readonly TrackedEndpoint[]): boolean {
-  const first = endpoints[0]?.endpoint.weight;
-  for (const t of endpoints) if (t.endpoint.weight !== first) return false;
+  const first = endpoints[0]?.weight;
+  for (const t of endpoints) if (t.weight !== first) return false;
   return true;
 }
 

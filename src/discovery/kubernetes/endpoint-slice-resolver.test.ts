@@ -216,6 +216,30 @@ describe('resolveServiceEndpoints', () => {
     expect(b?.conditions).toEqual({ ready: false, serving: true, terminating: true });
   });
 
+  it('reads zone hints (hints.forZones) and the Service trafficDistribution', () => {
+    const service = { ...twoPorts, spec: { ...twoPorts.spec, trafficDistribution: 'PreferSameZone' } };
+    const r = resolveServiceEndpoints({
+      namespace: 'ns',
+      name: 'web',
+      service,
+      port: 'https',
+      slices: [
+        slice('a', {
+          endpoints: [
+            { addresses: ['10.0.0.1'], zone: 'z1', hints: { forZones: [{ name: 'z1' }, { name: 'z2' }] } },
+            { addresses: ['10.0.0.2'], zone: 'z2', hints: { forZones: [{}] } },
+          ],
+          ports: [{ name: 'https', port: 8443 }],
+        }),
+      ],
+    });
+    if (r.type !== 'endpoints') throw new Error(r.error.message);
+    expect(r.endpoints.trafficDistribution).toBe('PreferSameZone');
+    const [a, b] = r.endpoints.endpoints;
+    expect(a?.forZones).toEqual(['z1', 'z2']);
+    expect(b?.forZones).toBeUndefined();
+  });
+
   it('names the Service and port in the not-found error', () => {
     const r = resolveServiceEndpoints({ namespace: 'ns', name: 'web', service: null, slices: [], port: 443 });
     if (r.type !== 'not-found') throw new Error('expected not-found');

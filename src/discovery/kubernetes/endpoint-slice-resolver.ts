@@ -28,6 +28,8 @@ export interface ResolveInput {
   readonly slices: Iterable<EndpointSlice>;
   /** A Service port number or a port name, as in `k8s:///name.namespace:PORT`. */
   readonly port: number | string;
+  /** The caller's zone, carried on the resulting set for zone routing. */
+  readonly callerZone?: string;
 }
 
 export type ResolveResult =
@@ -108,6 +110,16 @@ function booleanOrUndefined(value: unknown): boolean | undefined {
   return typeof value === 'boolean' ? value : undefined;
 }
 
+/** `hints.forZones[].name`, or undefined when the endpoint carries no zone hints. */
+function forZonesOf(endpoint: EndpointSliceEndpoint): string[] | undefined {
+  const hints = endpoint.hints;
+  if (!isRecord(hints) || !Array.isArray(hints.forZones)) return undefined;
+  const zones = hints.forZones
+    .map((z) => (isRecord(z) && typeof z.name === 'string' && z.name !== '' ? z.name : undefined))
+    .filter((z): z is string => z !== undefined);
+  return zones.length > 0 ? zones : undefined;
+}
+
 function endpointOf(raw: unknown, family: 4 | 6, port: number): Endpoint | undefined {
   if (!isRecord(raw) || !Array.isArray(raw.addresses)) return undefined;
   const e = raw as unknown as EndpointSliceEndpoint;
@@ -115,10 +127,12 @@ function endpointOf(raw: unknown, family: 4 | 6, port: number): Endpoint | undef
   if (typeof address !== 'string' || isIP(address) !== family) return undefined;
   const c = isRecord(e.conditions) ? e.conditions : {};
   const targetRef = targetRefOf(e);
+  const forZones = forZonesOf(e);
   return createEndpoint({
     address,
     port,
     ...(typeof e.zone === 'string' ? { zone: e.zone } : {}),
+    ...(forZones === undefined ? {} : { forZones }),
     ...(typeof e.nodeName === 'string' ? { nodeName: e.nodeName } : {}),
     ...(targetRef === undefined ? {} : { targetRef }),
     conditions: {
@@ -175,5 +189,10 @@ export function resolveServiceEndpoints(input: ResolveInput): ResolveResult {
       if (endpoint !== undefined && !byKey.has(endpoint.key)) byKey.set(endpoint.key, endpoint);
     }
   }
-  return { type: 'endpoints', endpoints: new EndpointSet(byKey.values()), skippedFqdnSlices };
+  const td = isRecord(service.spec) ? service.spec.trafficDistribution : undefined;
+  const meta = {
+    ...(typeof td === 'string' && td !== '' ? { trafficDistribution: td } : {}),
+    ...(input.callerZone === undefined ? {} : { callerZone: input.callerZone }),
+  };
+  return { type: 'endpoints', endpoints: new EndpointSet(byKey.values(), meta), skippedFqdnSlices };
 }

@@ -37,6 +37,8 @@ export interface EndpointSliceEndpoint {
   hostname?: string;
   nodeName?: string;
   zone?: string;
+  /** Topology hints: the zones this endpoint should serve. */
+  hints?: { forZones?: { name?: string }[] | null; forNodes?: { name?: string }[] | null } | null;
   targetRef?: ObjectReference;
 }
 
@@ -81,6 +83,8 @@ export interface Service {
     type?: string;
     clusterIP?: string;
     publishNotReadyAddresses?: boolean;
+    /** `PreferClose`, `PreferSameZone`, `PreferSameNode` (Kubernetes 1.31+). */
+    trafficDistribution?: string | null;
   };
 }
 

@@ -8,7 +8,7 @@
  * unreachable, refuses the credentials or misbehaves; both recover by themselves.
  */
 import type { Clock } from '../../core/clock.js';
-import { systemClock } from '../../core/clock.js';
+import { isClock, systemClock } from '../../core/clock.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { opt, type Parsed, parseOptions } from '../../core/options.js';
 import { createRandom, type Random } from '../../core/random.js';
@@ -16,9 +16,11 @@ import { parseTarget, type Target } from '../../core/target.js';
 import type { EndpointSourceOptions } from '../create-endpoint-source.js';
 import { BaseEndpointSource } from '../endpoint-source.js';
 import { resolveServiceEndpoints } from './endpoint-slice-resolver.js';
+import { KubeApiClient } from './kube-api-client.js';
 import {
   connectionKey,
   describeConnection,
+  KubeConnection,
   type KubeConnectionConfig,
   type KubernetesConnectionOptions,
   resolveKubeConnectionConfig,
@@ -26,6 +28,7 @@ import {
 } from './kube-connection.js';
 import { isRecord } from './kube-objects.js';
 import { defaultKubernetesWatchCache, KubernetesWatchCache, type ServiceWatchLease } from './kubernetes-watch-cache.js';
+import { callerZoneHint, lookupNodeZone } from './node-zone.js';
 import { DEFAULT_LIST_PAGE_SIZE, type ReflectorStats, type WatchTiming } from './resource-reflector.js';
 import { ServiceWatch } from './service-watch.js';
 
@@ -47,9 +50,15 @@ export interface KubernetesSourceOptions {
   readonly backoffBaseMs?: number;
   /** Longest reconnect delay (ms), default 30000. */
   readonly backoffMaxMs?: number;
-  /** Restart a watch silent (no event, no bookmark) this long (ms), default 300000. */
+  /**
+   * Restart a watch silent (no event, no bookmark) this long (ms), default 90000: the API server
+   * sends a bookmark about once a minute, so a black-holed watch is caught within 90 s.
+   */
   readonly watchIdleTimeoutMs?: number;
-  /** Server-side watch timeout (s), default 240; the watch is then resumed. */
+  /**
+   * Server-side watch timeout (s), default 300: each watch asks for a random 1–2× this (5–10
+   * minutes by default) and is then resumed from its last resourceVersion.
+   */
   readonly watchTimeoutSeconds?: number;
   /** Deadline of a LIST and of a watch's response headers (ms), default 30000. */
   readonly requestTimeoutMs?: number;
@@ -64,8 +73,6 @@ export interface KubernetesSourceOptions {
 }
 
 const isFunction = (v: unknown): v is (message: string) => void => typeof v === 'function';
-const isClock = (v: unknown): v is Clock =>
-  isRecord(v) && typeof v.now === 'function' && typeof v.setTimeout === 'function';
 const isRandom = (v: unknown): v is Random =>
   isRecord(v) && typeof v.next === 'function' && typeof v.int === 'function';
 const isEnv = (v: unknown): v is Readonly<Record<string, string | undefined>> =>
@@ -99,8 +106,8 @@ export const kubernetesSourceOptionsSpec = {
   env: opt.custom('an object of environment variables (strings)', isEnv, { optional: true }),
   backoffBaseMs: opt.number({ min: 0, exclusiveMin: true, default: 1000 }),
   backoffMaxMs: opt.number({ min: 0, exclusiveMin: true, default: 30_000 }),
-  watchIdleTimeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 300_000 }),
-  watchTimeoutSeconds: opt.int({ min: 1, default: 240 }),
+  watchIdleTimeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 90_000 }),
+  watchTimeoutSeconds: opt.int({ min: 1, default: 300 }),
   requestTimeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 30_000 }),
   listPageSize: opt.int({ min: 1, default: DEFAULT_LIST_PAGE_SIZE }),
   clock: opt.custom('a Clock ({ now, setTimeout })', isClock, { optional: true }),
@@ -159,6 +166,10 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
   readonly #unsubscribe: () => void;
   readonly #onWarning: (message: string) => void;
   readonly #warnedSlices = new Set<string>();
+  /** The caller's zone from its node's label (`NODE_NAME`), once looked up. */
+  #callerZone: string | undefined;
+  #zoneLookup: AbortController | undefined;
+  readonly #warn: ((message: string) => void) | undefined;
 
   /** Use `createKubernetesEndpointSource`. */
   constructor(target: KubernetesTarget, options: ParsedKubernetesSourceOptions) {
@@ -174,6 +185,7 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
       env: options.env ?? process.env,
     });
     this.connection = describeConnection(config);
+    this.#warn = options.onWarning;
     this.#onWarning =
       options.onWarning ??
       ((message) => process.emitWarning(message, { type: 'EvenlbWarning', code: 'EVENLB_FQDN_SLICE_SKIPPED' }));
@@ -211,6 +223,37 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
     );
     this.#unsubscribe = this.#lease.watch.subscribe(() => this.#update());
     this.#update();
+    const hint = callerZoneHint(options.env ?? process.env);
+    if (hint.nodeName !== undefined) this.#lookUpZone(config, hint.nodeName, options.requestTimeoutMs ?? 30_000);
+  }
+
+  /** The caller's zone from its node's label, when `NODE_NAME` is set and the lookup succeeded. */
+  get callerZone(): string | undefined {
+    return this.#callerZone;
+  }
+
+  /** Reads the node's zone label once; the next published set carries it. A failure is a warning. */
+  #lookUpZone(config: KubeConnectionConfig, nodeName: string, timeoutMs: number): void {
+    const abort = new AbortController();
+    this.#zoneLookup = abort;
+    const connection = new KubeConnection(config);
+    const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(timeoutMs)]);
+    lookupNodeZone(new KubeApiClient(connection), nodeName, signal)
+      .then((zone) => {
+        if (zone === undefined || this.closed) return;
+        this.#callerZone = zone;
+        this.#update();
+      })
+      .catch((err: unknown) => {
+        if (abort.signal.aborted) return;
+        const message = `${this.target}: zone routing has no caller zone: ${(err as Error).message}`;
+        if (this.#warn !== undefined) this.#warn(message);
+        else process.emitWarning(message, { type: 'EvenlbWarning', code: 'EVENLB_CALLER_ZONE_UNKNOWN' });
+      })
+      .finally(() => {
+        this.#zoneLookup = undefined;
+        connection.close().catch(() => {});
+      });
   }
 
   /** Counters of the shared list+watch (LISTs, 410 re-lists, watches, silent restarts, failures). */
@@ -229,6 +272,7 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
             service: state.service,
             slices: state.slices.values(),
             port: this.port,
+            ...(this.#callerZone === undefined ? {} : { callerZone: this.#callerZone }),
           })
         : undefined;
     if (resolved?.type === 'endpoints') this.#warnFqdn(resolved.skippedFqdnSlices);
@@ -266,6 +310,7 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
   }
 
   protected async onClose(): Promise<void> {
+    this.#zoneLookup?.abort();
     this.#unsubscribe();
     await this.#lease.release();
   }

@@ -7,11 +7,16 @@
  *   replaced only after the last page, and the watch starts from the last page's
  *   resourceVersion. A continue token that expired (`410`) restarts the list from the
  *   beginning as one unpaged request, as client-go's pager does;
- * - a stream the server ends cleanly (its `timeoutSeconds`) is resumed from the last
- *   resourceVersion seen (events and bookmarks advance it), without a new LIST;
+ * - every watch asks the server to end it after a random 1–2× `watchTimeoutSeconds` (as
+ *   client-go does, so reconnects spread out and no watch lives forever); a stream the server
+ *   ends cleanly is resumed from the last resourceVersion seen (events and bookmarks advance
+ *   it), without a new LIST. A server that ignores the timeout has the stream ended for it a
+ *   minute later, and resumed the same way;
  * - `410` (an `ERROR` event or the HTTP status, reason `Expired`/`Gone`) means the
  *   resourceVersion was compacted away: LIST again and replace the copy in one step;
- * - a watch silent (no event, no bookmark) for `watchIdleTimeoutMs` is torn down and restarted;
+ * - a watch silent (no event, no bookmark) for `watchIdleTimeoutMs` is torn down and restarted
+ *   (kube-apiserver sends a bookmark about once a minute to watches that ask for them, so a
+ *   silence much longer than that is a black-holed connection);
  * - a broken stream is re-opened at once; after that, and on every failed request, the
  *   reflector waits with jittered exponential backoff and reports the failure.
  *
@@ -36,7 +41,10 @@ export interface WatchTiming {
   readonly backoffMaxMs: number;
   /** A watch that delivers nothing (no event, no bookmark) for this long is restarted (ms). */
   readonly watchIdleTimeoutMs: number;
-  /** Asks the server to end each watch after this many seconds (then it is resumed). */
+  /**
+   * Asks the server to end each watch after a random 1–2× this many seconds (then it is
+   * resumed); the reflector ends it itself a minute after that.
+   */
   readonly watchTimeoutSeconds: number;
   /** Deadline for a LIST, and for a watch's response headers (ms). */
   readonly requestTimeoutMs: number;
@@ -77,9 +85,14 @@ export interface ReflectorStats {
   watches: number;
   /** Watches restarted for silence. */
   idleRestarts: number;
+  /** Watches the server kept open past their `timeoutSeconds`, ended and resumed by the reflector. */
+  lifetimeRestarts: number;
   /** Failed requests and broken streams. */
   failures: number;
 }
+
+/** How long past its requested `timeoutSeconds` a watch may stay open before it is ended here. */
+const WATCH_LIFETIME_GRACE_MS = 60_000;
 
 /** The watch ended because the resourceVersion expired. */
 const EXPIRED = Symbol('expired');
@@ -95,6 +108,7 @@ export class ResourceReflector<T> {
     expired: 0,
     watches: 0,
     idleRestarts: 0,
+    lifetimeRestarts: 0,
     failures: 0,
   };
   #resourceVersion: string | undefined;
@@ -220,13 +234,15 @@ export class ResourceReflector<T> {
           this.#o.onChange();
           continue; // A fresh attempt (and deadline) for the watch.
         }
+        // client-go's spread: [1, 2) × the base, so watches opened together end apart.
+        const timeoutSeconds = Math.floor(timing.watchTimeoutSeconds * (1 + this.#o.random.next()));
         const opened = await client.watch(
           path,
           {
             ...query,
             resourceVersion: this.#resourceVersion,
             allowWatchBookmarks: 'true',
-            timeoutSeconds: String(timing.watchTimeoutSeconds),
+            timeoutSeconds: String(timeoutSeconds),
           },
           attempt.signal,
         );
@@ -243,7 +259,7 @@ export class ResourceReflector<T> {
         }
         this.stats.watches++;
         watching = true;
-        attempt.watchIdle(timing.watchIdleTimeoutMs);
+        attempt.watchIdle(timing.watchIdleTimeoutMs, timeoutSeconds * 1000 + WATCH_LIFETIME_GRACE_MS);
         if (this.#failure !== undefined) {
           this.#failure = undefined;
           this.#o.onChange();
@@ -254,7 +270,7 @@ export class ResourceReflector<T> {
         if (outcome === EXPIRED) {
           await this.#expired();
           needList = true;
-        } else if (outcome === 'silent' && clock.now() - openedAtMs < (timing.watchTimeoutSeconds * 1000) / 2) {
+        } else if (outcome === 'silent' && clock.now() - openedAtMs < (timeoutSeconds * 1000) / 2) {
           // Ended cleanly but early and without a line: a server or proxy that ends watches at
           // once would make resuming a busy loop, so wait (without reporting a failure).
           await this.#pause(this.#backoff.next());
@@ -266,6 +282,11 @@ export class ResourceReflector<T> {
         if (this.#closed) return;
         if (attempt.reason === 'idle') {
           this.stats.idleRestarts++;
+          continue;
+        }
+        if (attempt.reason === 'lifetime') {
+          // Not a failure: resume from the last resourceVersion, as after a clean end.
+          this.stats.lifetimeRestarts++;
           continue;
         }
         if (watching && !this.#immediateRetryUsed) {

@@ -29,11 +29,11 @@ import { EvenlbError } from '../../core/errors.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
 import type { ListenerLimits } from '../config-schema.js';
-import { downstreamRawHeaders, serializeHeaders, upstreamRequestHeaders } from '../hop-headers.js';
+import { downstreamRawHeaders, requestFraming, serializeHeaders, upstreamRequestHeaders } from '../hop-headers.js';
 import type { L7State } from '../l7-listener.js';
 import { rawReply, statusForError } from '../local-reply.js';
 import type { ProxyCluster } from '../proxy-cluster.js';
-import { splitRequestTarget } from '../route-table.js';
+import { isValidHost, splitRequestTarget } from '../route-table.js';
 import { ChunkedScanner } from './chunked-scanner.js';
 import { isHeadError, named, parseRequestHead, type RequestHead, type ResponseHead } from './message-head.js';
 import type { Http1Upstream, ResponseSink, UpstreamConnection } from './upstream-pool.js';
@@ -43,6 +43,8 @@ export interface Http1Context {
   readonly listener: string;
   readonly proto: 'http' | 'https';
   readonly limits: ListenerLimits;
+  /** `listeners[].trustForwardedHeaders`: keep the client's forwarding headers. */
+  readonly trustForwarded: boolean;
   readonly metrics: ProxyMetrics;
   readonly clock: Clock;
   /** Downstream recycling (`listeners[].recycle`); undefined = connections live on. */
@@ -323,6 +325,13 @@ export class Http1Downstream implements ResponseSink {
       this.#reject(400, 'bad-request-target', true);
       return;
     }
+    if (
+      (target.host !== undefined && !isValidHost(target.host)) ||
+      (head.host !== undefined && !isValidHost(head.host))
+    ) {
+      this.#reject(400, 'bad-host', true);
+      return;
+    }
     const state = ctx.state();
     this.#requestStartMs = state.accessLog ? ctx.clock.now() : 0;
     const match = state.routes.match(target.host, target.path, target.absolute);
@@ -358,8 +367,10 @@ export class Http1Downstream implements ResponseSink {
       version: '1.1',
       hostRewrite: cluster.config.hostRewrite,
       clientCert: this.#clientCert,
+      trustForwarded: ctx.trustForwarded,
     });
-    this.#upHead = `${method} ${target.path} HTTP/1.1\r\n${serializeHeaders(headers)}${head.chunked ? 'transfer-encoding: chunked\r\n' : ''}${upgrade === undefined ? '' : `connection: upgrade\r\nupgrade: ${upgrade}\r\n`}\r\n`;
+    // The framing is the proxy's own, from what it parsed: never a header copied from the client.
+    this.#upHead = `${method} ${target.path} HTTP/1.1\r\n${serializeHeaders(headers)}${requestFraming(head.chunked, head.contentLength)}${upgrade === undefined ? '' : `connection: upgrade\r\nupgrade: ${upgrade}\r\n`}\r\n`;
     this.#status = 0;
     this.#responded = false;
     this.#swallow = false;
@@ -521,11 +532,18 @@ export class Http1Downstream implements ResponseSink {
       return;
     }
     this.#status = head.status;
+    // The framing the client sees is written here from what the parser decided, never copied:
+    // one Content-Length, or chunked, or no length and the connection closes after the body.
     let extra = '';
-    if (head.chunked) extra = `transfer-encoding: ${head.transferEncoding}\r\n`;
-    else if (head.transferEncoding !== undefined || (head.contentLength < 0 && !this.#bodyless(head.status))) {
+    const status = head.status;
+    if (status === 204 || status < 200) {
+      // no body and no framing header
+    } else if (head.chunked) {
+      extra = `transfer-encoding: ${head.transferEncoding}\r\n`;
+    } else if (head.transferEncoding === undefined && head.contentLength >= 0) {
+      extra = `content-length: ${head.contentLength}\r\n`;
+    } else if (!this.#bodyless(status)) {
       // Ends when the upstream closes: so must the client connection.
-      if (head.transferEncoding !== undefined) extra = `transfer-encoding: ${head.transferEncoding}\r\n`;
       this.#closeAfter = true;
     }
     // A response before the whole request arrived: the rest of the request cannot be read.
@@ -634,10 +652,13 @@ export class Http1Downstream implements ResponseSink {
     const conn = this.#conn;
     this.#conn = undefined;
     if (conn !== undefined && !conn.closed) conn.abort('error');
-    this.flush();
+    // A response head still held (no body byte was forwarded) was never sent: the client gets
+    // a 502 instead of a cut connection.
+    const held = this.#headOut !== undefined;
+    this.#headOut = undefined;
     this.#endTicket(connectFailure ? 'connect-failure' : 'transport-error');
     if (this.#state === S_CLOSED) return;
-    const headSent = this.#responded && !this.#swallow;
+    const headSent = this.#responded && !this.#swallow && !held;
     if (headSent) {
       // The client has part of a response: all that can be done is to cut it.
       this.#answered(0, 'upstream-error');

@@ -547,6 +547,16 @@ describe('parseResponseHead: well-formed responses', () => {
     expect(g.contentLength).toBe(-1);
     expect(okRes('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n').chunked).toBe(false);
     expect(okRes('HTTP/1.1 200 OK\r\nTransfer-Encoding: xchunked\r\n\r\n').chunked).toBe(false);
+    expect(okRes('HTTP/1.1 200 OK\r\nTransfer-Encoding: GZIP ,  Chunked\r\n\r\n').transferEncoding).toBe(
+      'gzip, chunked',
+    );
+  });
+
+  it('refuses chunked applied twice and codings that are not tokens', () => {
+    for (const te of ['chunked, chunked', 'chunked\r\nTransfer-Encoding: chunked', 'gzip;q=1, chunked', '"chunked"']) {
+      const r = parseResponseHead(b(`HTTP/1.1 200 OK\r\nTransfer-Encoding: ${te}\r\n\r\n`), 0, MAX_BYTES, MAX_COUNT);
+      expect(r !== undefined && isHeadError(r)).toBe(true);
+    }
   });
 
   it('length with pipelined bytes after the head, and at a non-zero start', () => {

@@ -6,7 +6,8 @@
  * - lines end in CRLF; a bare CR or LF, any control character in a value, or whitespace
  *   before the colon or at the start of a line (obsolete line folding) → 400;
  * - `Content-Length` is one run of digits and appears once; `Transfer-Encoding` is exactly
- *   `chunked` and appears once; both together → 400;
+ *   `chunked` and appears once; both together → 400 (a response may repeat one equal
+ *   `Content-Length`, and may carry codings before a final `chunked`);
  * - an HTTP/1.1 request needs exactly one `Host`;
  * - a head longer than `maxHeaderBytes` or with more than `maxHeaderCount` fields → 431.
  *
@@ -47,7 +48,11 @@ export interface ResponseHead {
   readonly contentLength: number;
   /** The message is chunked (the last transfer coding is `chunked`). */
   readonly chunked: boolean;
-  /** The `Transfer-Encoding` value as sent, when there is one. */
+  /**
+   * The `Transfer-Encoding` codings, lower-cased and normalized (`gzip, chunked`), when there
+   * is one. A coding that is not a bare token, or `chunked` twice, is refused; `chunked` not
+   * last means the body runs until the connection closes (RFC 9112 §6.3).
+   */
   readonly transferEncoding: string | undefined;
   /** The server will close the connection after this response. */
   readonly close: boolean;
@@ -346,8 +351,26 @@ export function parseResponseHead(
   let chunked = false;
   if (transferEncoding !== undefined) {
     if (contentLength >= 0) return BAD_REQUEST;
-    const codings = transferEncoding.toLowerCase().split(',');
-    chunked = (codings[codings.length - 1] as string).trim() === 'chunked';
+    if (transferEncoding.length === 7 && named(transferEncoding, 'chunked')) {
+      chunked = true;
+      transferEncoding = 'chunked';
+    } else {
+      // Each coding a bare token, `chunked` at most once (RFC 9112 §6.1): the list is
+      // rewritten normalized, so what the client reads is what the proxy parsed.
+      const codings = transferEncoding.toLowerCase().split(',');
+      let chunkedSeen = false;
+      for (let i = 0; i < codings.length; i++) {
+        const c = (codings[i] as string).trim();
+        if (!/^[-!#$%&'*+.^_`|~0-9a-z]+$/.test(c)) return BAD_REQUEST;
+        if (c === 'chunked') {
+          if (chunkedSeen) return BAD_REQUEST;
+          chunkedSeen = true;
+        }
+        codings[i] = c;
+      }
+      chunked = codings[codings.length - 1] === 'chunked';
+      transferEncoding = codings.join(', ');
+    }
   }
   return {
     status,

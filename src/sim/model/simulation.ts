@@ -7,6 +7,8 @@
  * fixed order, so a seed reproduces a run exactly — and two dataplanes run with the same
  * seed see the same arrivals and service times (common random numbers).
  */
+
+import { resolveFairShareDecision } from '../../balancing/fair-share/fair-share-options.js';
 import type { Endpoint } from '../../core/endpoint.js';
 import { EndpointSet } from '../../core/endpoint-set.js';
 import { SeededRandom } from '../../core/random.js';
@@ -20,6 +22,7 @@ import { createSampler, type Sampler } from '../workload/distribution.js';
 import { createClients } from './client-placement.js';
 import { ConnectionManager } from './connection-manager.js';
 import { DeploymentController } from './deployment-controller.js';
+import { SimFairShare } from './fair-share-shedding.js';
 import { PodSeries } from './pod-series.js';
 import { CLOSED_LOOP, RequestTable } from './request-table.js';
 import { timeCapMs } from './run-bounds.js';
@@ -89,6 +92,7 @@ export class Simulation implements SimulationContext {
   #pendingSingles = 0;
   #pendingBursts = 0;
   #ended = false;
+  readonly #fairShare: SimFairShare | undefined;
 
   constructor(init: SimulationInit) {
     const s = init.scenario;
@@ -110,6 +114,7 @@ export class Simulation implements SimulationContext {
     const addresses = root.fork();
     const discovery = root.fork();
     this.streams = { dataplane, balancers, requestKeys, discovery };
+    const fairShareRandom = root.fork();
     this.#service = createSampler(s.pods.serviceTime);
     const arrival = s.clients.arrival;
     this.#think = arrival.type === 'closed-loop' ? createSampler(arrival.thinkTime) : undefined;
@@ -122,6 +127,16 @@ export class Simulation implements SimulationContext {
       sessions: s.clients.connectionLifetime === undefined ? undefined : createSampler(s.clients.connectionLifetime),
       random: sessions,
     });
+    this.#fairShare =
+      s.server.fairShare === undefined
+        ? undefined
+        : new SimFairShare({
+            scheduler: this.scheduler,
+            pods: this.pods,
+            connections: this.connections,
+            options: resolveFairShareDecision(s.server.fairShare),
+            random: fairShareRandom,
+          });
     let maxPods = s.pods.count;
     for (const e of s.events ?? []) if (e.type === 'scale') maxPods = Math.max(maxPods, e.pods);
     this.#ordinalWidth = Math.max(2, String(maxPods).length);
@@ -202,6 +217,7 @@ export class Simulation implements SimulationContext {
       const pod = this.#createPod(true, 1);
       pod.state = 'ready';
       pod.readyAtMs = 0;
+      this.#fairShare?.podReady(pod);
     }
     this.#recomputeEligible();
     this.#router.start();
@@ -420,6 +436,7 @@ export class Simulation implements SimulationContext {
     pod.state = 'ready';
     pod.readyAtMs = this.scheduler.now;
     this.#recomputeEligible();
+    this.#fairShare?.podReady(pod);
     this.#deployment.podReady(pod);
   }
 

@@ -69,6 +69,8 @@ export function describeSettings(s: Scenario): string[] {
   if (sl.maxConnectionAgeMs !== undefined) lifetime.push(`server recycles at ${duration(sl.maxConnectionAgeMs)}`);
   if (sl.maxRequestsPerConnection !== undefined)
     lifetime.push(`server recycles after ${sl.maxRequestsPerConnection} requests`);
+  const fs = s.server.fairShare;
+  if (fs !== undefined) lifetime.push(`server sheds above its fair share +${Number((fs.tolerance * 100).toFixed(1))}%`);
   const second = [...changes, lifetime.length === 0 ? 'no connection lifetime limits' : lifetime.join(', ')];
   return [parts.join('; '), second.join('; ')];
 }

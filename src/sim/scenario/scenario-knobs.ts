@@ -24,6 +24,8 @@ export interface ScenarioKnobs {
   readonly maxRequestsPerConnection?: number;
   readonly serverMaxConnectionAgeMs?: number;
   readonly serverMaxRequestsPerConnection?: number;
+  /** Fair-share shedding on the server, with this tolerance (`--server-fair-share[=tolerance]`). */
+  readonly serverFairShareTolerance?: number;
   readonly maxSurge?: number | string;
   readonly maxUnavailable?: number | string;
   readonly scaleTo?: number;
@@ -33,6 +35,13 @@ export interface ScenarioKnobs {
   readonly balancers?: number;
   /** Discovery lag spread: each balancer learns of a change uniformly within [0, this] ms; 0 = at once. */
   readonly discoverySpreadMs?: number;
+  readonly slowStartMs?: number;
+  readonly herdingGuard?: boolean;
+  /** Pods per zone at the start (`pods.zones`). */
+  readonly podZones?: readonly number[];
+  /** Relative clients per zone (`clients.zones`). */
+  readonly clientZones?: readonly number[];
+  readonly zoneRouting?: 'off' | 'on';
 }
 
 type Obj = Record<string, unknown>;
@@ -82,6 +91,11 @@ export function applyKnobs(raw: unknown, knobs: ScenarioKnobs): unknown {
     if (k.discoverySpreadMs === 0) delete clients.discoveryLag;
     else clients.discoveryLag = { type: 'uniform', minMs: 0, maxMs: k.discoverySpreadMs };
   }
+  if (k.slowStartMs !== undefined) clients.slowStartMs = k.slowStartMs;
+  if (k.herdingGuard !== undefined) clients.herdingGuard = k.herdingGuard;
+  if (k.podZones !== undefined) child(s, 'pods').zones = [...k.podZones];
+  if (k.clientZones !== undefined) clients.zones = [...k.clientZones];
+  if (k.zoneRouting !== undefined) clients.zoneRouting = k.zoneRouting;
   if (k.ratePerSecond !== undefined || k.requestsPerClient !== undefined) {
     const arrival = child(clients, 'arrival');
     if (arrival.type === undefined) arrival.type = 'poisson';
@@ -101,6 +115,9 @@ export function applyKnobs(raw: unknown, knobs: ScenarioKnobs): unknown {
   }
   if (k.serverMaxRequestsPerConnection !== undefined) {
     child(child(s, 'server'), 'lifetime').maxRequestsPerConnection = k.serverMaxRequestsPerConnection;
+  }
+  if (k.serverFairShareTolerance !== undefined) {
+    child(child(s, 'server'), 'fairShare').tolerance = k.serverFairShareTolerance;
   }
   if (k.windowMs !== undefined) child(s, 'measure').windowMs = k.windowMs;
   const events = Array.isArray(s.events) ? (s.events as Obj[]) : [];

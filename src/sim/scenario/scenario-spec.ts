@@ -6,6 +6,8 @@
  * exactly like a built-in and every error names the field (`scenario "x": option
  * "events[0].maxSurge" must be ...`).
  */
+
+import { fairShareDecisionSpec } from '../../balancing/fair-share/fair-share-options.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { opt, optionError, type Parsed, parseOptions } from '../../core/options.js';
 import { lifetimeOptionsSpec } from '../../pool/lifetime-policy.js';
@@ -116,6 +118,14 @@ const clientsSpec = {
   discoveryLag: distributionField({ optional: true }),
   /** Relative number of clients per zone (`[50, 30, 20]`), one entry per pod zone. Empty = even. */
   zones: listOf(opt.number({ min: 0 })),
+  /** evenlb: slow-start window for newly ready pods, ms; 0 = off. */
+  slowStartMs: opt.number({ min: 0, default: 0 }),
+  /** evenlb: the herding guard of least-request / peak-ewma (on by default, as in the library). */
+  herdingGuard: opt.boolean({ default: true }),
+  /** evenlb: load-aware zone routing for clients with a zone; default off. */
+  zoneRouting: opt.oneOf(['off', 'on'], { default: 'off' }),
+  /** evenlb: zone routing's load band (fraction over the fleet before spilling); default the library's. */
+  zoneLoadBand: opt.number({ min: 0, exclusiveMin: true, optional: true }),
 };
 
 const serverSpec = {
@@ -123,6 +133,8 @@ const serverSpec = {
   lifetime: opt.object(lifetimeOptionsSpec),
   /** After a pod is removed from endpoints, ms until it closes its connections (graceful drain). */
   terminationDrainMs: opt.number({ min: 0, default: 0 }),
+  /** Fair-share shedding (the recycler's `fairShare`): shed only above the fleet mean × (1 + tolerance). */
+  fairShare: opt.object(fairShareDecisionSpec, { optional: true }),
 };
 
 const measureSpec = {

@@ -26,6 +26,7 @@ export const leastRequestPolicy: BalancingPolicy<LeastRequestOptions> = {
   description: 'power of d random choices (default 2) by requests in flight',
   kind: 'load',
   parseOptions: (input) => parseOptions('least-request policy', input, spec),
+  choiceCount: (options) => options.choiceCount,
   create(options, env) {
     const random = env.random;
     return {

@@ -63,6 +63,7 @@ export const peakEwmaPolicy: BalancingPolicy<PeakEwmaOptions> = {
       ...(options.decayMs === undefined ? {} : { decayMs: options.decayMs }),
     };
   },
+  choiceCount: (options) => options.choiceCount,
   create(options, env) {
     const random = env.random;
     return {

@@ -35,7 +35,7 @@ export const sourceHashPolicy: BalancingPolicy<SourceHashOptions> = {
         if (!weightsUniform(sorted)) {
           upper = new Float64Array(n);
           let total = 0;
-          for (let i = 0; i < n; i++) upper[i] = total += sorted[i]!.endpoint.weight;
+          for (let i = 0; i < n; i++) upper[i] = total += sorted[i]!.weight;
           for (let i = 0; i < n; i++) upper[i] = (upper[i]! / total) * 4294967296;
         }
         return (context) => {

@@ -2,21 +2,24 @@
  * evenlb in the simulator: the production `Balancer` with a registered policy, on the virtual
  * clock, fed the same signals as in a real client — `EndpointLoad.start()` when a request is
  * sent and `end()` when its response arrives, so in-flight counts and the peak-EWMA latency
- * follow the simulated pods.
+ * follow the simulated pods. Slow start, the herding guard and zone routing come from the
+ * scenario's `clients`, as a client's cluster settings would give them.
  *
  * A fleet of M balancers: one per client (each process runs its own BalancedAgent), one shared
  * by all (a proxy replica), or `clients.balancers` = M replicas with client i behind replica
  * i mod M. Each has its own load view, and with `clients.discoveryLag` each learns of every
  * endpoint change after its own delay (see `DiscoveryLag`), so replicas act on different
  * endpoint sets for a while — a request picked from a stale set may reach a pod already gone
- * (it fails, as a refused connection would). The pick context is reused per client, so a pick
- * allocates nothing.
+ * (it fails, as a refused connection would). Zone routing knows a balancer's zone only when
+ * it serves one client (one balancer per client): a replica serving clients of several zones
+ * routes without a zone. The pick context is reused per client, so a pick allocates nothing.
  */
 import { Balancer } from '../../../balancing/balancer.js';
 import type { PickContext } from '../../../balancing/picker.js';
 import type { SimClient } from '../../model/sim-client.js';
 import type { SimPod } from '../../model/sim-pod.js';
 import type { SimulationContext } from '../../model/simulation-context.js';
+import { zoneName } from '../../model/zones.js';
 import type { RequestPicker } from '../per-request-router.js';
 import { DiscoveryLag } from './discovery-lag.js';
 
@@ -42,8 +45,25 @@ export class BalancerPicker implements RequestPicker {
     this.#ctx = ctx;
     this.#requestKeys = kind === 'hash' && ctx.scenario.clients.hashKey === 'request';
     const count = balancerCount(ctx, kind);
+    const c = ctx.scenario.clients;
+    const perClient = count === ctx.clients.length;
     for (let i = 0; i < count; i++) {
-      this.#balancers.push(new Balancer({ policy, clock: ctx.clock, random: ctx.streams.balancers.fork() }));
+      const clientZone = perClient ? (ctx.clients[i] as SimClient).zone : -1;
+      const zone = clientZone < 0 ? undefined : zoneName(clientZone);
+      this.#balancers.push(
+        new Balancer({
+          policy,
+          clock: ctx.clock,
+          random: ctx.streams.balancers.fork(),
+          slowStart: { windowMs: c.slowStartMs },
+          ...(c.herdingGuard ? {} : { herdingGuard: false as const }),
+          zoneRouting: {
+            mode: c.zoneRouting,
+            ...(zone === undefined ? {} : { zone }),
+            ...(c.zoneLoadBand === undefined ? {} : { loadBand: c.zoneLoadBand }),
+          },
+        }),
+      );
     }
     this.#pickContexts = ctx.clients.map((c) => ({ hash: c.addressHash }));
     const lag = ctx.scenario.clients.discoveryLag;

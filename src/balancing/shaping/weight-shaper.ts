@@ -1,0 +1,177 @@
+/**
+ * The weights a `Balancer` hands its policy, as they change over time: each eligible
+ * endpoint's own weight × its slow-start factor × the herding guard's draw weight × the zone
+ * preference. The Balancer asks for a plan on every endpoint change and, while anything is
+ * still moving (a ramp, a guard, the zone controller), again on a coarse tick, publishing a
+ * new picker only when a weight actually changed — so `pick()` stays a plain read of a
+ * precomputed picker.
+ *
+ * Readiness is what starts a ramp: an endpoint entering the set of picked endpoints (ready and
+ * not ejected) after the first snapshot — a new pod, one that was not ready, or one back from
+ * outlier ejection. The endpoints of the first snapshot are taken as already warm.
+ *
+ * Only policies that follow weights are shaped: hash policies would remap keys on every tick,
+ * and `round-robin` ignores weights by design.
+ */
+import type { Clock } from '../../core/clock.js';
+import type { Endpoint } from '../../core/endpoint.js';
+import type { EndpointSet } from '../../core/endpoint-set.js';
+import type { LoadTracker } from '../endpoint-load.js';
+import { guardDrawWeight, type HerdingGuardOptions, medianLatencyMs, responsesOf } from './herding-guard.js';
+import { type SlowStartOptions, slowStartFactor } from './slow-start.js';
+import { ZonePreference, type ZoneRoutingOptions, type ZoneRoutingState } from './zone-preference.js';
+
+export interface WeightShaperOptions {
+  readonly slowStart: SlowStartOptions;
+  readonly herdingGuard: HerdingGuardOptions | false;
+  readonly zoneRouting: ZoneRoutingOptions;
+  /** Candidates compared per pick (d) for "power of d choices" policies; undefined: no guard. */
+  readonly choiceCount: number | undefined;
+  /** False for hash policies and `round-robin`: the plan is the endpoints' own weights. */
+  readonly followsWeights: boolean;
+}
+
+/** One endpoint of a plan with the weight its picker uses. */
+export interface ShapedEndpoint {
+  readonly endpoint: Endpoint;
+  /** Effective relative weight (> 0). */
+  readonly weight: number;
+  /** Slow-start multiplier now, in (0, 1]. */
+  readonly slowStart: number;
+  /** True while the herding guard holds the endpoint's draw weight down. */
+  readonly guarded: boolean;
+}
+
+/** The median in-flight count of the endpoints in `kept` that are not in `skip`; 0 when none. */
+function medianInFlight(kept: readonly Endpoint[], loads: LoadTracker, skip: ReadonlyMap<string, number>): number {
+  const values: number[] = [];
+  for (const e of kept) if (!skip.has(e.key)) values.push(loads.peek(e.key)?.inFlight ?? 0);
+  if (values.length === 0) return 0;
+  values.sort((a, b) => a - b);
+  return values[values.length >> 1] as number;
+}
+
+export class WeightShaper {
+  readonly options: WeightShaperOptions;
+  readonly zone: ZonePreference;
+  readonly #clock: Clock;
+  /** Clock ms when each ramping endpoint became ready. */
+  readonly #readySince = new Map<string, number>();
+  /** Responses seen from each guarded endpoint when its guard began. */
+  readonly #guardFrom = new Map<string, number>();
+  #known: Set<string> | undefined;
+
+  constructor(options: WeightShaperOptions, clock: Clock) {
+    this.options = options;
+    this.zone = new ZonePreference(options.zoneRouting);
+    this.#clock = clock;
+  }
+
+  /** True while a plan may change with time alone: keep ticking. */
+  get moving(): boolean {
+    return this.#readySince.size > 0 || this.#guardFrom.size > 0 || this.zone.active;
+  }
+
+  /**
+   * Follows a new list of picked endpoints (`kept`: eligible and not ejected): starts the ramp
+   * and guard of those that entered it, forgets those that left.
+   */
+  track(set: EndpointSet, eligible: readonly Endpoint[], kept: readonly Endpoint[], loads: LoadTracker): void {
+    if (!this.options.followsWeights) return;
+    const now = this.#clock.now();
+    const keys = new Set<string>();
+    for (const e of kept) keys.add(e.key);
+    const known = this.#known;
+    if (known === undefined) {
+      if (kept.length > 0) this.#known = keys;
+    } else {
+      const guard = this.options.herdingGuard;
+      const entered = kept.filter((e) => !known.has(e.key));
+      const seed =
+        guard !== false && guard.seedLatency && entered.length > 0
+          ? medianLatencyMs(kept.filter((e) => known.has(e.key)).map((e) => loads.get(e.key)))
+          : undefined;
+      for (const e of entered) {
+        if (this.options.slowStart.windowMs > 0) this.#readySince.set(e.key, now);
+        const load = loads.get(e.key);
+        if (seed !== undefined) load.seed(seed, now);
+        if (guard !== false && this.options.choiceCount !== undefined) this.#guardFrom.set(e.key, responsesOf(load));
+      }
+      this.#known = keys;
+    }
+    for (const key of this.#readySince.keys()) if (!keys.has(key)) this.#readySince.delete(key);
+    for (const key of this.#guardFrom.keys()) if (!keys.has(key)) this.#guardFrom.delete(key);
+    this.zone.update(set, eligible);
+  }
+
+  /** One zone-controller step on the current figures (called on each tick). */
+  step(kept: readonly Endpoint[], loads: LoadTracker): void {
+    if (this.options.followsWeights) this.zone.step(kept, loads);
+  }
+
+  /** The endpoints to pick from now, with their effective weights; endpoints weighted 0 are left out. */
+  plan(kept: readonly Endpoint[], loads: LoadTracker): ShapedEndpoint[] {
+    if (!this.options.followsWeights || !this.moving) {
+      return kept.map((endpoint) => ({ endpoint, weight: endpoint.weight, slowStart: 1, guarded: false }));
+    }
+    const now = this.#clock.now();
+    const guard = this.options.herdingGuard;
+    const guarded = new Set<string>();
+    if (guard !== false && this.#guardFrom.size > 0) {
+      // History has built once the endpoint has answered `minResponses` times, or once it
+      // carries as many requests in flight as a typical endpoint (it no longer looks free).
+      const typical = medianInFlight(kept, loads, this.#guardFrom);
+      for (const [key, from] of this.#guardFrom) {
+        const load = loads.peek(key);
+        if (load !== undefined && responsesOf(load) - from < guard.minResponses && load.inFlight < typical) {
+          guarded.add(key);
+        } else {
+          this.#guardFrom.delete(key);
+        }
+      }
+    }
+    const guardWeight =
+      guard === false || guarded.size === 0 || this.options.choiceCount === undefined
+        ? 1
+        : guardDrawWeight(guard.maxShareMultiple, this.options.choiceCount, guarded.size, kept.length - guarded.size);
+    const shaped: { endpoint: Endpoint; weight: number; slowStart: number; guarded: boolean }[] = [];
+    for (const endpoint of kept) {
+      const since = this.#readySince.get(endpoint.key);
+      let slowStart = 1;
+      if (since !== undefined) {
+        slowStart = slowStartFactor(now - since, this.options.slowStart);
+        if (slowStart >= 1) this.#readySince.delete(endpoint.key);
+      }
+      const isGuarded = guarded.has(endpoint.key);
+      shaped.push({
+        endpoint,
+        weight: endpoint.weight * slowStart * (isGuarded ? guardWeight : 1),
+        slowStart,
+        guarded: isGuarded,
+      });
+    }
+    if (!this.zone.active) return shaped;
+    // Zone preference: the local zone gets (1 - out) of the weight, the others `out`, each
+    // split in proportion to the weights above.
+    let localTotal = 0;
+    let remoteTotal = 0;
+    for (const s of shaped) {
+      if (this.zone.isLocal(s.endpoint.key)) localTotal += s.weight;
+      else remoteTotal += s.weight;
+    }
+    const out = this.zone.outOfZoneShare;
+    const total = localTotal + remoteTotal;
+    const localScale = ((1 - out) * total) / localTotal;
+    const remoteScale = (out * total) / remoteTotal;
+    const result: ShapedEndpoint[] = [];
+    for (const s of shaped) {
+      const weight = s.weight * (this.zone.isLocal(s.endpoint.key) ? localScale : remoteScale);
+      if (weight > 0) result.push({ ...s, weight });
+    }
+    return result;
+  }
+
+  zoneState(): ZoneRoutingState {
+    return this.zone.state();
+  }
+}

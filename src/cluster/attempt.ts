@@ -1,0 +1,58 @@
+/**
+ * The two seams between a `Cluster` and whatever moves bytes for it.
+ *
+ * An `Attempt` is one try of one request on one endpoint, handed out by the cluster
+ * (`Cluster.acquire()`): the transport sends the request to `attempt.endpoint`, then either
+ * calls `end(outcome)` once, or — on a failure — `retry(failure, request)`, which ends this
+ * attempt, asks the cluster's one `RetryPolicy` and returns the next attempt (another endpoint
+ * when there is one) or the reason there is none. Load, outlier detection, stats and metrics
+ * are updated by the cluster, exactly once per attempt and once per retry, whatever the
+ * transport.
+ *
+ * An `EndpointTransport` is what every transport implements: a connection (or pool, or
+ * session) for an endpoint, draining one endpoint (no new work, idle connections close at
+ * once, in-flight work finishes), `close()` and `destroy()` under the shared contract
+ * (`core/shutdown.ts`). The undici pools (`ClusterTransport`) and HTTP/2 sessions
+ * (`H2SessionPool`) implement it; the proxy's HTTP/1.1 upstream can adopt it as it is.
+ */
+import type { Endpoint } from '../core/endpoint.js';
+import type { EvenlbError } from '../core/errors.js';
+import type { RequestOutcome } from './cluster-options.js';
+import type { AttemptFailure, RetryReason } from './retry-policy.js';
+
+/** What the retry policy must know about the request an attempt belongs to. */
+export interface AttemptRequest {
+  readonly method: string;
+  /** The body can be sent again (none, a string or bytes). */
+  readonly replayable: boolean;
+  /** The caller has already seen response headers. */
+  readonly responded: boolean;
+}
+
+/** One try of a request on one endpoint. */
+export interface Attempt {
+  readonly endpoint: Endpoint;
+  /** Ends the attempt's accounting (load, outlier detection, metrics); later calls are ignored. */
+  end(outcome: RequestOutcome): void;
+  /**
+   * Ends this attempt as failed by `failure` and returns the next attempt when the cluster's
+   * retry policy allows one, else the error to fail the request with (`undefined`: fail it with
+   * the transport's own error).
+   */
+  retry(failure: AttemptFailure, request: AttemptRequest): Attempt | EvenlbError | undefined;
+}
+
+/** The retry reasons an attempt chain has used so far. */
+export type RetryCounts = Record<RetryReason, number>;
+
+/** Every transport: connections per endpoint, endpoint draining, and the close/destroy contract. */
+export interface EndpointTransport<Connection, Args extends unknown[] = []> {
+  /** The connection (pool, session) to use for `endpoint`, opened when there is none. */
+  connectionFor(endpoint: Endpoint, ...args: Args): Connection;
+  /** `endpointKey` left the eligible set: no new work, idle connections close now, in-flight work finishes. */
+  drainEndpoint(endpointKey: string): void;
+  /** Graceful: in-flight work finishes, then connections close. Always settles; idempotent. */
+  close(): Promise<void>;
+  /** Abrupt: in-flight work fails with `err`; settles a pending `close()`. Idempotent. */
+  destroy(err?: Error): Promise<void>;
+}

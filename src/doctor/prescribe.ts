@@ -1,0 +1,233 @@
+/**
+ * Prescriptions with numbers: for each cure that applies to the diagnosed cause, its settings
+ * and what the simulator predicts for them — run on the observed pod count, connection count
+ * and request rate, with evenlb's own balancers and lifetime policy on virtual time. Every
+ * prediction carries the exact scenario, dataplane and seed it came from, so
+ * `evenlb sim --scenario-file` reproduces it.
+ *
+ * The age for age recycling is chosen by simulation: the longest of a few candidate ages whose
+ * predicted max/mean meets the target (fewest reconnects), else the shortest. Fair-share
+ * recycling is listed with its settings but not simulated: this simulator has no model of it.
+ */
+import {
+  parseScenario,
+  resolveDataplanes,
+  runScenario,
+  type SimDataplaneResult,
+  type SimReport,
+} from '../sim/index.js';
+import { buildScenario, type ScenarioShape } from './cure-scenario.js';
+import type { Cause } from './diagnose.js';
+import type { LoadFigures } from './load-figures.js';
+
+export const CURE_IDS = [
+  'balanced-agent',
+  'grpc-plugin',
+  'proxy',
+  'apiserver-round-trip',
+  'fair-share-recycling',
+  'age-recycling',
+] as const;
+export type CureId = (typeof CURE_IDS)[number] | 'as-is';
+
+export interface Prediction {
+  readonly maxOverMean: number;
+  readonly cov: number;
+  readonly jain: number;
+  readonly reconnectsPerMinute: number;
+  /** `simulator` when the sim summary reports it, `computed` from connections opened and run length. */
+  readonly reconnectsFrom: 'simulator' | 'computed';
+}
+
+export interface SimulationRef {
+  /** The raw scenario (the YAML shape of `--scenario-file`). */
+  readonly scenario: Record<string, unknown>;
+  readonly dataplane: string;
+  readonly seed: number;
+}
+
+export interface CureAdvice {
+  readonly id: CureId;
+  readonly title: string;
+  readonly applicable: boolean;
+  /** Why not applicable, or what the figure assumes. */
+  readonly note: string | undefined;
+  readonly settings: string;
+  readonly predicted: Prediction | null;
+  readonly simulation: SimulationRef | null;
+}
+
+export interface Prescription {
+  /** The max/mean the chosen cure should reach. */
+  readonly target: number;
+  readonly assumptions: readonly string[];
+  /** The simulator's view of the Service as it is (no cure). */
+  readonly asIs: CureAdvice;
+  readonly cures: readonly CureAdvice[];
+  /** The id of the recommended cure, or null when none is applicable. */
+  readonly chosen: CureId | null;
+}
+
+export interface PrescribeInput {
+  readonly cause: Cause;
+  readonly figures: LoadFigures;
+  readonly namespace: string;
+  readonly name: string;
+  /** Simulator dataplane for the Service as it is: `iptables`, `ipvs-sh`, `apiserver-legacy`, ... */
+  readonly dataplane: string;
+  readonly target: number;
+  readonly seed: number;
+}
+
+/** Candidate connection ages for age recycling, longest first (fewest reconnects first). */
+export const AGE_CANDIDATES_MS: readonly number[] = [300_000, 120_000, 60_000, 30_000, 10_000];
+
+function reconnects(result: SimDataplaneResult, report: SimReport, initial: number): Prediction['reconnectsPerMinute'] {
+  const runMinutes = Math.max(1e-9, report.window.toMs / 60_000);
+  const opened = result.connectionsOpened / report.trials;
+  return Math.round((Math.max(0, opened - initial) / runMinutes) * 100) / 100;
+}
+
+/** Runs one scenario on one dataplane. */
+export function predict(sim: SimulationRef, initialConnections: number): Prediction {
+  const scenario = parseScenario(sim.scenario, JSON.stringify(sim.scenario.name));
+  const report = runScenario({ scenario, dataplanes: resolveDataplanes([sim.dataplane]), seed: sim.seed });
+  const r = report.results[0] as SimDataplaneResult & { reconnectsPerMinute?: unknown };
+  const fromSim = typeof r.reconnectsPerMinute === 'number' ? r.reconnectsPerMinute : undefined;
+  return {
+    maxOverMean: r.maxOverMean,
+    cov: r.cov,
+    jain: r.jain,
+    reconnectsPerMinute: fromSim ?? reconnects(r, report, initialConnections),
+    reconnectsFrom: fromSim === undefined ? 'computed' : 'simulator',
+  };
+}
+
+const seconds = (ms: number): string => `${ms / 1000} s`;
+
+/** Prescribes for `input.cause`; null for a balanced Service. */
+export function prescribe(input: PrescribeInput): Prescription | null {
+  if (input.cause === 'balanced') return null;
+  const shape: ScenarioShape = buildScenario(input);
+  const sim = (dataplane: string, patch: Record<string, unknown> = {}): SimulationRef => ({
+    scenario: shape.raw(patch),
+    dataplane,
+    seed: input.seed,
+  });
+  const run = (
+    id: CureId,
+    title: string,
+    settings: string,
+    ref: SimulationRef | null,
+    applicable: boolean,
+    note?: string,
+  ): CureAdvice => ({
+    id,
+    title,
+    applicable,
+    note,
+    settings,
+    predicted: ref === null ? null : predict(ref, shape.connections),
+    simulation: ref,
+  });
+  const svc = `${input.name}.${input.namespace}`;
+  const cause = input.cause;
+  const webhook = cause === 'apiserver-webhook-pool';
+  const hashed = cause === 'client-address-hashing';
+  const zonal = cause === 'zone-skew';
+  const callerNote = webhook ? 'the caller is kube-apiserver, not your code' : undefined;
+  const zoneNote = zonal ? 'the simulator has no zones: the figure assumes clients may reach every zone' : undefined;
+  const recycleNote = hashed
+    ? 'a reconnect from the same client address hashes to the same pod: recycling does not move load'
+    : zonal
+      ? 'reconnects stay inside the client’s zone: recycling does not move load between zones'
+      : undefined;
+  const cures: CureAdvice[] = [];
+  cures.push(
+    run(
+      'balanced-agent',
+      'BalancedAgent (Node clients)',
+      `new BalancedAgent({ kubernetes: true }) — routes ${input.name}.${input.namespace}.svc to k8s:///${svc}, policy least-request`,
+      webhook ? null : sim('evenlb:least-request'),
+      !webhook,
+      callerNote ?? zoneNote,
+    ),
+  );
+  cures.push(
+    run(
+      'grpc-plugin',
+      'grpc plugin (grpc-js clients)',
+      `registerGrpc(grpc); target k8s:///${svc}, service config {"loadBalancingConfig":[{"evenlb":{"policy":"least-request"}}]}`,
+      webhook ? null : sim('evenlb:least-request'),
+      !webhook,
+      callerNote ?? zoneNote,
+    ),
+  );
+  cures.push(
+    run(
+      'proxy',
+      'evenlb proxy (any client)',
+      `evenlb proxy --upstream k8s:///${svc}:<port> (policy least-request), clients pointed at the proxy`,
+      webhook ? null : sim('evenlb:least-request', { clients: { balancerScope: 'shared' } }),
+      !webhook,
+      callerNote ??
+        zoneNote ??
+        'the proxy replicas themselves sit behind kube-proxy: run several, recycle their listeners',
+    ),
+  );
+  if (webhook) {
+    cures.push(
+      run(
+        'apiserver-round-trip',
+        'kube-apiserver round-trip balancing',
+        'Kubernetes with the WebhookRoundTripLoadBalancing feature gate on (Beta, default on): upgrade, or do not turn it off',
+        sim('apiserver-roundtrip'),
+        true,
+      ),
+    );
+  }
+  cures.push({
+    id: 'fair-share-recycling',
+    title: 'fair-share recycling (server side)',
+    applicable: recycleNote === undefined,
+    note:
+      recycleNote ??
+      'not simulated: this simulator has no fair-share model; expect age recycling’s balance with far fewer reconnects',
+    settings: `recycleConnections(server, { fairShare: { peers: 'k8s:///${svc}:<port>', tolerance: 0.1 } })`,
+    predicted: null,
+    simulation: null,
+  });
+  let age: CureAdvice | undefined;
+  for (const ageMs of AGE_CANDIDATES_MS) {
+    const candidate = run(
+      'age-recycling',
+      'age recycling (server side)',
+      `recycleConnections(server, { maxConnectionAgeMs: ${ageMs} }) — close each connection after ${seconds(ageMs)} (±10%)`,
+      sim(input.dataplane, { server: { lifetime: { maxConnectionAgeMs: ageMs } } }),
+      recycleNote === undefined,
+      recycleNote,
+    );
+    age = candidate;
+    if ((candidate.predicted?.maxOverMean ?? Number.POSITIVE_INFINITY) <= input.target) break;
+  }
+  if (age !== undefined) cures.push(age);
+  const asIs = run('as-is', 'as it is (simulated)', `${input.dataplane}, no cure`, sim(input.dataplane), true);
+  return { target: input.target, assumptions: shape.assumptions, asIs, cures, chosen: choose(cures, input.target) };
+}
+
+/**
+ * Meets the target with the fewest reconnects (ties keep the listed order: differences of a
+ * hundredth in max/mean among per-request cures are simulation noise); else the lowest max/mean.
+ */
+function choose(cures: readonly CureAdvice[], target: number): CureId | null {
+  const ranked = cures.filter((c) => c.applicable && c.predicted !== null);
+  if (ranked.length === 0) return null;
+  const meets = ranked.filter((c) => (c.predicted as Prediction).maxOverMean <= target);
+  const pool = meets.length > 0 ? meets : ranked;
+  const best = [...pool].sort((a, b) => {
+    const pa = a.predicted as Prediction;
+    const pb = b.predicted as Prediction;
+    return meets.length > 0 ? pa.reconnectsPerMinute - pb.reconnectsPerMinute : pa.maxOverMean - pb.maxOverMean;
+  })[0];
+  return best?.id ?? null;
+}

@@ -1,0 +1,345 @@
+/**
+ * Fair-share shedding for one server: once per (jittered) period it measures its own load,
+ * asks a few random peers theirs over the load exchange, and hands both to the shared
+ * `FairShareDecider`; the connections it names retire with reason `fair-share` — gracefully,
+ * as every retirement does (HTTP/1: `Connection: close` on the next response; HTTP/2: GOAWAY).
+ *
+ * Peers come from the Service's endpoints (any endpoint source); this pod is the endpoint with
+ * its own address (and port), and its warm-up counts from the moment it is first listed ready.
+ * Fail safe: with no fresh peer answer, or while this pod is not listed, nothing is shed; a
+ * warning says why (at most once a minute) and the metrics show the peers answering.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  FairShareDecider,
+  type FairShareDecision,
+  nextFairSharePeriodMs,
+} from '../../balancing/fair-share/fair-share-decider.js';
+import { PeerLoadTable } from '../../balancing/fair-share/peer-load-table.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
+import type { Endpoint } from '../../core/endpoint.js';
+import type { Random } from '../../core/random.js';
+import { createEndpointSource } from '../../discovery/create-endpoint-source.js';
+import type { EndpointSource } from '../../discovery/endpoint-source.js';
+import { discoveryLogger } from '../../discovery/file-endpoint-source.js';
+import '../../discovery/kubernetes/index.js';
+import { LoadMeter } from '../../balancing/fair-share/load-meter.js';
+import type { FairShareMetrics } from '../../metrics/fair-share-metrics.js';
+import type { RecyclableServer, ServerKind } from '../server-kind.js';
+import type { TrackedConnection } from '../tracked-connection.js';
+import type { FairShareLogger, FairShareSettings } from './fair-share-options.js';
+import {
+  answerLoadRequest,
+  isLoadRequest,
+  LOAD_PROTOCOL,
+  LoadExchangeClient,
+  type LoadReport,
+} from './load-exchange.js';
+import { isSelf, selfAddresses } from './self-address.js';
+
+const WARN_EVERY_MS = 60_000;
+
+/** What the shedder reads from the server's connection registry. */
+export interface ShedderHost {
+  readonly server: RecyclableServer;
+  readonly kind: ServerKind;
+  readonly draining: boolean;
+  /** Requests handed to the application so far. */
+  readonly requestsTotal: number;
+  connections(): Iterable<TrackedConnection>;
+}
+
+/** What fair-share shedding has seen and done. */
+export interface FairShareStats {
+  /** Own load at the last decision (unit of `loadMetric`). */
+  readonly ownLoad: number;
+  /** Estimated fleet mean at the last decision; undefined without peer answers. */
+  readonly meanLoad: number | undefined;
+  /** ownLoad / meanLoad at the last decision. */
+  readonly share: number | undefined;
+  /** The highest share seen at a decision taken after warm-up. */
+  readonly maxShare: number;
+  /** Peers listed now (every eligible endpoint but this pod). */
+  readonly peers: number;
+  /** Peers whose answer is fresh. */
+  readonly peersAnswering: number;
+  /** Load questions that failed. */
+  readonly peerFailures: number;
+  /** Connections retired by shedding. */
+  readonly shed: number;
+  /** Decisions by outcome (`shed`, `no-peers`, `warm-up`, `cooldown`, `within-share`, `no-fit`, `not-listed`). */
+  readonly decisions: Readonly<Record<string, number>>;
+}
+
+export class FairShareShedder {
+  readonly #host: ShedderHost;
+  readonly #settings: FairShareSettings;
+  readonly #clock: Clock;
+  readonly #random: Random;
+  readonly #decider: FairShareDecider;
+  readonly #table: PeerLoadTable;
+  readonly #meter: LoadMeter;
+  readonly #exchange: LoadExchangeClient;
+  readonly #source: EndpointSource;
+  readonly #ownsSource: boolean;
+  readonly #addresses: ReadonlySet<string>;
+  readonly #logger: FairShareLogger;
+  readonly #metrics: FairShareMetrics | undefined;
+  readonly #peerEndpoints = new Map<string, Endpoint>();
+  #loadServer: http.Server | undefined;
+  #timer: TimerHandle | undefined;
+  #closed = false;
+  #listed = false;
+  #lastWarnMs = Number.NEGATIVE_INFINITY;
+  #lastWarnKind = '';
+  #last: { ownLoad: number; meanLoad: number | undefined; share: number | undefined } = {
+    ownLoad: 0,
+    meanLoad: undefined,
+    share: undefined,
+  };
+  #maxShare = 0;
+  #peerFailures = 0;
+  #shed = 0;
+  readonly #decisions: Record<string, number> = {};
+
+  constructor(
+    host: ShedderHost,
+    settings: FairShareSettings,
+    clock: Clock,
+    random: Random,
+    metrics?: FairShareMetrics,
+  ) {
+    this.#host = host;
+    this.#settings = settings;
+    this.#clock = clock;
+    this.#random = random;
+    const { options, decision } = settings;
+    this.#decider = new FairShareDecider(decision, clock.now());
+    this.#table = new PeerLoadTable(decision, random);
+    this.#meter = new LoadMeter(decision.loadMetric, decision.windowMs);
+    this.#exchange = new LoadExchangeClient({
+      clock,
+      timeoutMs: options.peerTimeoutMs,
+      metric: decision.loadMetric,
+      path: options.loadPath,
+      tls: options.loadPort === undefined && host.kind !== 'http1',
+    });
+    this.#ownsSource = typeof options.peers === 'string';
+    this.#source =
+      typeof options.peers === 'string'
+        ? createEndpointSource(options.peers, { ...(options.discovery ?? {}), clock })
+        : options.peers;
+    this.#addresses = selfAddresses(options.self);
+    this.#logger = options.logger ?? discoveryLogger();
+    this.#metrics = metrics;
+    if (options.loadPort !== undefined) this.#serveOwnPort(options.loadPort, options.loadHost);
+  }
+
+  /** Starts the periodic decisions. */
+  start(): void {
+    this.#meter.sample(this.#clock.now(), this.#host.requestsTotal, this.#inFlight());
+    this.#schedule();
+  }
+
+  /** Answers `req` when it asks for the load document (same-port exchange); true when handled. */
+  answer(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+    if (this.#settings.options.loadPort !== undefined) return false;
+    if (!isLoadRequest(req.method, req.url, this.#settings.options.loadPath)) return false;
+    req.resume();
+    answerLoadRequest(res, this.report());
+    return true;
+  }
+
+  /** The load document this pod serves now. */
+  report(): LoadReport {
+    return {
+      protocol: LOAD_PROTOCOL,
+      metric: this.#settings.decision.loadMetric,
+      load: this.#ownLoad(),
+      windowMs: this.#settings.decision.windowMs,
+    };
+  }
+
+  stats(): FairShareStats {
+    const now = this.#clock.now();
+    return Object.freeze({
+      ...this.#last,
+      maxShare: this.#maxShare,
+      peers: this.#table.peers.length,
+      peersAnswering: this.#table.freshLoads(now).length,
+      peerFailures: this.#peerFailures,
+      shed: this.#shed,
+      decisions: Object.freeze({ ...this.#decisions }),
+    });
+  }
+
+  /** Stops deciding, closes the exchange and the owned endpoint source; idempotent, always settles. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#timer?.cancel();
+    const loadServer = this.#loadServer;
+    await Promise.all([
+      this.#exchange.close(),
+      this.#ownsSource ? this.#source.close().catch(() => undefined) : undefined,
+      loadServer === undefined
+        ? undefined
+        : new Promise<void>((resolve) => {
+            loadServer.close(() => resolve());
+            loadServer.closeAllConnections();
+          }),
+    ]);
+  }
+
+  #schedule(): void {
+    if (this.#closed) return;
+    this.#timer = this.#clock.setTimeout(
+      () => {
+        this.#timer = undefined;
+        void this.#tick();
+      },
+      nextFairSharePeriodMs(this.#settings.decision, this.#random),
+    );
+  }
+
+  #inFlight(): number {
+    let n = 0;
+    for (const c of this.#host.connections()) n += c.inFlight;
+    return n;
+  }
+
+  #ownLoad(): number {
+    let inFlight = 0;
+    let open = 0;
+    for (const c of this.#host.connections()) {
+      inFlight += c.inFlight;
+      open++;
+    }
+    return this.#meter.load(this.#clock.now(), this.#host.requestsTotal, inFlight, open);
+  }
+
+  async #tick(): Promise<void> {
+    try {
+      await this.#decide();
+    } catch (err) {
+      this.#warn('error', { err }, 'fair-share: a decision failed; not shedding this period');
+    }
+    this.#schedule();
+  }
+
+  async #decide(): Promise<void> {
+    const ownLoad = this.#ownLoad();
+    this.#meter.sample(this.#clock.now(), this.#host.requestsTotal, this.#inFlight());
+    if (this.#host.draining) return;
+    if (!this.#refreshPeers()) {
+      this.#count('not-listed');
+      this.#warn(
+        'not-listed',
+        { peers: this.#source.target, self: [...this.#addresses].slice(0, 8) },
+        'fair-share: this server is not among the ready endpoints of its peers target; not shedding',
+      );
+      return;
+    }
+    const asked = this.#table.pickPeers();
+    const answers = await Promise.all(
+      asked.map(async (key) => {
+        const e = this.#peerEndpoints.get(key) as Endpoint;
+        return { key, answer: await this.#exchange.ask(e.address, this.#settings.options.loadPort ?? e.port) };
+      }),
+    );
+    if (this.#closed) return;
+    const now = this.#clock.now();
+    const failures: string[] = [];
+    for (const { key, answer } of answers) {
+      if (answer.ok) this.#table.record(key, answer.load, now);
+      else failures.push(`${key}: ${answer.error}`);
+    }
+    this.#peerFailures += failures.length;
+    const peerLoads = this.#table.freshLoads(now);
+    this.#metrics?.peers(peerLoads.length, failures.length);
+
+    const open: TrackedConnection[] = [];
+    const loads: number[] = [];
+    for (const c of this.#host.connections()) {
+      if (c.closed || c.retiring !== undefined) continue;
+      open.push(c);
+      loads.push(this.#meter.connectionLoad(c, now));
+    }
+    const decision = this.#decider.decide({ nowMs: now, ownLoad, peerLoads, connectionLoads: loads });
+    this.#record(decision, ownLoad);
+    if (decision.type === 'hold') {
+      if (decision.reason === 'no-peers') {
+        this.#warn(
+          'no-peers',
+          { peers: this.#table.peers.length, asked: asked.length, failures: failures.slice(0, 5) },
+          `fair-share: no peer answered the load exchange (${LOAD_PROTOCOL} at ${this.#settings.options.loadPath}); not shedding`,
+        );
+      }
+      this.#metrics?.decided(decision, ownLoad, 0);
+      return;
+    }
+    for (const i of decision.connections) (open[i] as TrackedConnection).retire('fair-share');
+    this.#shed += decision.connections.length;
+    this.#metrics?.decided(decision, ownLoad, decision.connections.length);
+  }
+
+  #record(decision: FairShareDecision, ownLoad: number): void {
+    this.#count(decision.type === 'shed' ? 'shed' : decision.reason);
+    this.#last = { ownLoad, meanLoad: decision.meanLoad, share: decision.share };
+    const warm = decision.type === 'shed' || (decision.reason !== 'warm-up' && decision.reason !== 'no-peers');
+    if (warm && decision.share !== undefined && Number.isFinite(decision.share)) {
+      this.#maxShare = Math.max(this.#maxShare, decision.share);
+    }
+  }
+
+  #count(outcome: string): void {
+    this.#decisions[outcome] = (this.#decisions[outcome] ?? 0) + 1;
+  }
+
+  /** Updates peers from the source; false when this pod is not listed ready. */
+  #refreshPeers(): boolean {
+    const eligible = this.#source.snapshot().endpoints.eligible();
+    const address = this.#host.server.address() as AddressInfo | null;
+    const candidates = eligible.filter((e) => isSelf(e, this.#addresses, undefined));
+    const port = address !== null && typeof address === 'object' ? address.port : undefined;
+    const self = candidates.length <= 1 ? candidates[0] : candidates.find((e) => isSelf(e, this.#addresses, port));
+    this.#peerEndpoints.clear();
+    for (const e of eligible) if (e !== self) this.#peerEndpoints.set(e.key, e);
+    this.#table.setPeers([...this.#peerEndpoints.keys()]);
+    if (self === undefined) {
+      this.#listed = false;
+      return false;
+    }
+    if (!this.#listed) {
+      this.#listed = true;
+      this.#decider.markReady(this.#clock.now());
+    }
+    return true;
+  }
+
+  #warn(kind: string, fields: Record<string, unknown>, message: string): void {
+    const now = this.#clock.now();
+    if (kind === this.#lastWarnKind && now - this.#lastWarnMs < WARN_EVERY_MS) return;
+    this.#lastWarnKind = kind;
+    this.#lastWarnMs = now;
+    this.#logger.warn({ component: 'recycleConnections.fairShare', ...fields }, message);
+  }
+
+  #serveOwnPort(port: number, host: string | undefined): void {
+    const server = http.createServer((req, res) => {
+      if (isLoadRequest(req.method, req.url, this.#settings.options.loadPath)) {
+        req.resume();
+        answerLoadRequest(res, this.report());
+        return;
+      }
+      res.writeHead(404).end();
+    });
+    server.on('error', (err) =>
+      this.#warn('load-port', { err, port }, `fair-share: cannot serve the load exchange on port ${port}`),
+    );
+    server.listen(port, host);
+    server.unref();
+    this.#loadServer = server;
+  }
+}
