@@ -226,6 +226,18 @@ describe('evenlb sim', () => {
       message: /--discovery-spread.*expected a duration like 500ms/,
     },
     {
+      args: ['--scenario', 'steady', '--pod-zones', 'a,b,c'],
+      message: /--pod-zones <list>.*expected a comma-separated list of integers >= 0/,
+    },
+    {
+      args: ['--scenario', 'steady', '--pod-zones', '2,1'],
+      message: /pods\.zones.*pods per zone summing to pods\.count \(4\)/,
+    },
+    {
+      args: ['--scenario', 'steady', '--pod-zones', '2,2', '--client-zones', '50,30,20'],
+      message: /clients\.zones.*one weight per pod zone \(2\)/,
+    },
+    {
       args: ['--scenario', 'steady', '--scale-to', '8'],
       message: /--scale-to does not apply: the scenario has no scale event/,
     },

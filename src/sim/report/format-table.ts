@@ -72,6 +72,12 @@ export function describeSettings(s: Scenario): string[] {
   const fs = s.server.fairShare;
   if (fs !== undefined) lifetime.push(`server sheds above its fair share +${Number((fs.tolerance * 100).toFixed(1))}%`);
   const second = [...changes, lifetime.length === 0 ? 'no connection lifetime limits' : lifetime.join(', ')];
+  // evenlb's traffic shaping, when it differs from the defaults.
+  const shaping: string[] = [];
+  if (c.slowStartMs > 0) shaping.push(`slow start ${duration(c.slowStartMs)}`);
+  if (!c.herdingGuard) shaping.push('herding guard off');
+  if (c.zoneRouting === 'on') shaping.push('zone routing on');
+  if (shaping.length > 0) second.push(`evenlb ${shaping.join(', ')}`);
   return [parts.join('; '), second.join('; ')];
 }
 
