@@ -84,11 +84,16 @@ function zoneShares(r: SimDataplaneResult): Map<string, number> {
 
 describe('sim: zone routing', () => {
   it('in band (30% busy): requests follow the clients’ zones (a ≈ 50%, b ≈ 30%, c ≈ 20%)', () => {
-    const on = zoneShares(result(runRaw(zoneScenario(33, 'on'), ['evenlb:least-request']), 'evenlb:least-request'));
+    const onResult = result(runRaw(zoneScenario(33, 'on'), ['evenlb:least-request']), 'evenlb:least-request');
+    const on = zoneShares(onResult);
+    // Each per-client balancer routes for its client's zone: few requests cross zones.
+    expect(onResult.crossZone as number).toBeLessThan(0.2);
     // Pods see their own zone's clients: shares near 50/30/20 mean >= 80% stayed in zone.
     expect(on.get('a') as number).toBeGreaterThan(0.45);
     expect(on.get('c') as number).toBeLessThan(0.25);
-    const off = zoneShares(result(runRaw(zoneScenario(33, 'off'), ['evenlb:least-request']), 'evenlb:least-request'));
+    const offResult = result(runRaw(zoneScenario(33, 'off'), ['evenlb:least-request']), 'evenlb:least-request');
+    const off = zoneShares(offResult);
+    expect(offResult.crossZone as number).toBeGreaterThan(0.5);
     expect(off.get('a') as number).toBeLessThan(0.4);
   });
 
