@@ -16,13 +16,17 @@ import {
   builtinScenarios,
   findBuiltinScenario,
   listDataplanes,
+  type ProgressStatus,
+  parseBuiltinScenario,
   parseScenario,
   resolveDataplanes,
   runScenario,
   type ScenarioKnobs,
+  type SimReport,
 } from '../sim/index.js';
 import { formatTable } from '../sim/report/format-table.js';
 import { renderHtml } from '../sim/report/render-html.js';
+import { formatReportJson } from '../sim/report/report-json.js';
 
 /** Where the command writes; tests pass their own. */
 export interface SimCommandIo {
@@ -88,6 +92,18 @@ function list(value: string): string[] {
   return items;
 }
 
+/** A comma-separated list of numbers >= 0 (`4,4,3`; integers only when `integers`). */
+function numberList(integers: boolean) {
+  return (value: string): number[] =>
+    list(value).map((item) => {
+      const n = Number(item);
+      if (!Number.isFinite(n) || n < 0 || (integers && !Number.isInteger(n))) {
+        throw new InvalidArgumentError(`expected a comma-separated list of ${integers ? 'integers' : 'numbers'} >= 0.`);
+      }
+      return n;
+    });
+}
+
 interface SimFlags {
   scenario?: string;
   scenarioFile?: string;
@@ -116,12 +132,15 @@ interface SimFlags {
   scaleTo?: number;
   hashKey?: 'request' | 'client';
   balancerScope?: 'client' | 'shared';
+  balancers?: number;
+  discoverySpread?: number;
   slowStart?: number;
   herdingGuard?: boolean;
-  podZones?: string[];
-  clientZones?: string[];
+  podZones?: number[];
+  clientZones?: number[];
   zoneRouting?: 'off' | 'on';
   json?: boolean;
+  jsonSeries?: boolean;
   html?: string;
   list?: boolean;
   progress: boolean;
@@ -153,6 +172,8 @@ function knobsFrom(f: SimFlags): ScenarioKnobs {
   if (f.scaleTo !== undefined) k.scaleTo = f.scaleTo;
   if (f.hashKey !== undefined) k.hashKey = f.hashKey;
   if (f.balancerScope !== undefined) k.balancerScope = f.balancerScope;
+  if (f.balancers !== undefined) k.balancers = f.balancers;
+  if (f.discoverySpread !== undefined) k.discoverySpreadMs = f.discoverySpread;
   if (f.slowStart !== undefined) k.slowStartMs = f.slowStart;
   if (f.herdingGuard === false) k.herdingGuard = false;
   if (f.podZones !== undefined) k.podZones = f.podZones;
@@ -205,27 +226,51 @@ function listing(): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** A progress bar on a terminal, nothing otherwise; redrawn at most every 100 ms. */
-function progressBar(io: SimCommandIo, enabled: boolean): { update(f: number): void; done(): void } {
+/** `1.2M`, `350k`, `12`. */
+function compact(n: number): string {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
+  if (n >= 1e4) return `${Math.round(n / 1e3)}k`;
+  return String(Math.round(n));
+}
+
+/**
+ * A progress bar on a terminal, nothing otherwise; redrawn at most every 100 ms, with the
+ * dataplane, its simulated time and the events handled per (wall-clock) second.
+ */
+function progressBar(
+  io: SimCommandIo,
+  enabled: boolean,
+): { update(f: number, status: ProgressStatus): void; done(): void } {
   if (!enabled || io.stderr.isTTY !== true) return { update() {}, done() {} };
+  const startedMs = systemClock.now();
   let last = Number.NEGATIVE_INFINITY;
   let shown = false;
   return {
-    update(f) {
+    update(f, status) {
       const now = systemClock.now();
       if (now - last < 100) return;
       last = now;
       shown = true;
       const width = 30;
       const filled = Math.round(Math.min(1, f) * width);
+      const rate = status.events / Math.max(0.001, (now - startedMs) / 1000);
       io.stderr.write(
-        `\rsimulating [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(f * 100).toFixed(0).padStart(3)}%`,
+        `\r\x1b[Ksimulating [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(f * 100).toFixed(0).padStart(3)}%` +
+          `  ${status.dataplane} at ${(status.simulatedMs / 1000).toFixed(1)} s simulated, ${compact(rate)} events/s`,
       );
     },
     done() {
       if (shown) io.stderr.write('\r\x1b[K');
     },
   };
+}
+
+/**
+ * The report without per-pod time series: `--json`'s default, a summary whose size grows with
+ * pods × dataplanes only (the series grow with pods × buckets × dataplanes: 84 MB at 1,000 pods).
+ */
+function withoutSeries(report: SimReport): SimReport {
+  return { ...report, results: report.results.map((r) => ({ ...r, series: null })) };
 }
 
 /**
@@ -278,12 +323,23 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
     .addOption(
       new Option('--balancer-scope <scope>', 'evenlb balancer per client or shared').choices(['client', 'shared']),
     )
+    .option(
+      '--balancers <M>',
+      'evenlb: M balancer replicas, each its own Balancer and load view',
+      integer(1, 1_000_000),
+    )
+    .option(
+      '--discovery-spread <d>',
+      'evenlb: each replica learns of an endpoint change after a delay uniform in [0, d] (0: at once)',
+      durationOrZero,
+    )
+    .option('--json', 'print the result as JSON (schema in docs/sim.md): figures, per-pod shares, no time series')
+    .option('--json-series', "print JSON with every pod's load over time (large: pods × buckets × dataplanes)")
     .option('--slow-start <d>', 'evenlb: slow-start window for newly ready pods (e.g. 20s)', durationOrZero)
     .option('--no-herding-guard', "evenlb: switch off least-request/peak-ewma's herding guard")
-    .option('--pod-zones <list>', 'zones cycled over pods, e.g. a,b,c', list)
-    .option('--client-zones <list>', 'zones cycled over clients, e.g. a,a,a,a,a,b,b,b,c,c', list)
+    .option('--pod-zones <list>', 'pods per zone at the start, summing to the pod count, e.g. 4,4,3', numberList(true))
+    .option('--client-zones <list>', 'relative clients per zone, one per pod zone, e.g. 50,30,20', numberList(false))
     .addOption(new Option('--zone-routing <mode>', 'evenlb: load-aware zone routing').choices(['off', 'on']))
-    .option('--json', 'print the result as JSON (schema in docs/sim.md)')
     .option('--html <file>', 'also write a self-contained HTML report with charts')
     .option('--list', 'list scenarios and dataplanes')
     .option('--no-progress', 'no progress bar on stderr')
@@ -300,12 +356,14 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
       let scenario: ReturnType<typeof parseScenario>;
       let dataplanes: ReturnType<typeof resolveDataplanes>;
       try {
-        const raw =
-          flags.scenario !== undefined
-            ? (findBuiltinScenario(flags.scenario)?.raw() as unknown)
-            : loadScenarioFile(flags.scenarioFile as string);
-        const source = flags.scenario !== undefined ? JSON.stringify(flags.scenario) : (flags.scenarioFile as string);
-        scenario = parseScenario(applyKnobs(raw, knobsFrom(flags)), source);
+        const builtin = flags.scenario === undefined ? undefined : findBuiltinScenario(flags.scenario);
+        scenario =
+          builtin !== undefined
+            ? parseBuiltinScenario(builtin, knobsFrom(flags), JSON.stringify(builtin.name))
+            : parseScenario(
+                applyKnobs(loadScenarioFile(flags.scenarioFile as string), knobsFrom(flags)),
+                flags.scenarioFile as string,
+              );
         const names = flags.dataplanes ?? scenario.dataplanes ?? listDataplanes().map((d) => d.name);
         dataplanes = resolveDataplanes(expandDataplanes(names));
       } catch (err) {
@@ -314,7 +372,12 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
       const progress = progressBar(io, flags.progress);
       let report: ReturnType<typeof runScenario>;
       try {
-        report = runScenario({ scenario, dataplanes, seed: flags.seed, onProgress: (f) => progress.update(f) });
+        report = runScenario({
+          scenario,
+          dataplanes,
+          seed: flags.seed,
+          onProgress: (f, status) => progress.update(f, status),
+        });
       } catch (err) {
         progress.done();
         // A scenario that validates but cannot run (e.g. never settles) is still the user's input.
@@ -322,7 +385,11 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
         throw err;
       }
       progress.done();
-      io.stdout.write(flags.json ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report));
+      if (flags.json === true || flags.jsonSeries === true) {
+        io.stdout.write(formatReportJson(flags.jsonSeries === true ? report : withoutSeries(report)));
+      } else {
+        io.stdout.write(formatTable(report));
+      }
       if (flags.html !== undefined) {
         writeFileSync(flags.html, renderHtml(report));
         io.stderr.write(`wrote ${flags.html}\n`);

@@ -11,10 +11,16 @@ export { EventQueue } from './engine/event-queue.js';
 export { type EventHandler, Scheduler } from './engine/scheduler.js';
 export { VirtualClock } from './engine/virtual-clock.js';
 export { LatencyHistogram } from './metrics/latency-histogram.js';
-export { Simulation, type SimulationInit, type SimulationOutcome } from './model/simulation.js';
+export { Simulation, type SimulationInit } from './model/simulation.js';
+export type { SimulationOutcome } from './model/simulation-outcome.js';
 export type * from './report/sim-report.js';
-export { type RunOptions, runScenario } from './run-simulation.js';
-export { type BuiltinScenario, builtinScenarios, findBuiltinScenario } from './scenario/builtin-scenarios.js';
+export { type ProgressStatus, type RunOptions, runScenario } from './run-simulation.js';
+export {
+  type BuiltinScenario,
+  builtinScenarios,
+  findBuiltinScenario,
+  parseBuiltinScenario,
+} from './scenario/builtin-scenarios.js';
 export { applyKnobs, type ScenarioKnobs } from './scenario/scenario-knobs.js';
 export { parseScenario, resolveIntOrPercent, type Scenario, type ScenarioEvent } from './scenario/scenario-spec.js';
 export { createSampler, type DistributionSpec, type Sampler } from './workload/distribution.js';

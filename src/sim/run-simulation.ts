@@ -9,21 +9,32 @@ import { SeededRandom } from '../core/random.js';
 import { imbalance } from '../metrics/imbalance.js';
 import type { DataplaneModel } from './dataplane/dataplane.js';
 import { LatencyHistogram } from './metrics/latency-histogram.js';
+import { estimateEndMs } from './model/run-bounds.js';
 import { POD_HISTOGRAM_GROWTH } from './model/sim-pod.js';
-import { Simulation, type SimulationOutcome } from './model/simulation.js';
-import type { SimDataplaneResult, SimPodReport, SimReport, TrialSpread } from './report/sim-report.js';
+import { Simulation } from './model/simulation.js';
+import type { SimulationOutcome } from './model/simulation-outcome.js';
+import { zoneName } from './model/zones.js';
+import { newPodsRamp, timeToFairShare } from './report/new-pods.js';
+import type { SimDataplaneResult, SimPodReport, SimReport, SimZoneReport, TrialSpread } from './report/sim-report.js';
 import type { Scenario } from './scenario/scenario-spec.js';
 
 export interface RunOptions {
   readonly scenario: Scenario;
   readonly dataplanes: readonly DataplaneModel[];
   readonly seed: number;
-  /** Called with the fraction done (0..1), a few times per second of work at most. */
-  readonly onProgress?: (fraction: number) => void;
+  /** Called with the fraction done (0..1) and where the run stands, every few thousand events. */
+  readonly onProgress?: (fraction: number, status: ProgressStatus) => void;
 }
 
-/** The fraction of a new pod's fair share that counts as "reached". */
-const FAIR_SHARE_REACHED = 0.9;
+/** Where a running `runScenario` stands. */
+export interface ProgressStatus {
+  /** Dataplane being simulated. */
+  readonly dataplane: string;
+  /** Virtual time of the current run, ms. */
+  readonly simulatedMs: number;
+  /** Events handled so far, all runs together. */
+  readonly events: number;
+}
 
 /**
  * Runs every dataplane over every trial and reports.
@@ -42,6 +53,7 @@ export function runScenario(options: RunOptions): SimReport {
   const totalRuns = trials * dataplanes.length;
   const estimatedEnd = estimateEndMs(scenario);
   let run = 0;
+  let events = 0;
   let first: SimulationOutcome | undefined;
   const results: SimDataplaneResult[] = [];
   for (const dataplane of dataplanes) {
@@ -50,13 +62,19 @@ export function runScenario(options: RunOptions): SimReport {
       const onTick =
         options.onProgress === undefined
           ? undefined
-          : (now: number) => options.onProgress?.((run + Math.min(1, now / estimatedEnd)) / totalRuns);
+          : (now: number, handled: number) =>
+              options.onProgress?.((run + Math.min(1, now / estimatedEnd)) / totalRuns, {
+                dataplane: dataplane.name,
+                simulatedMs: now,
+                events: events + handled,
+              });
       const sim = new Simulation({ scenario, dataplane, seed: seeds[t] as number, onTick });
       const outcome = sim.run();
+      events += outcome.events;
       first ??= outcome;
       acc.add(outcome);
       run++;
-      options.onProgress?.(run / totalRuns);
+      options.onProgress?.(run / totalRuns, { dataplane: dataplane.name, simulatedMs: outcome.windowEndMs, events });
     }
     results.push(acc.result());
   }
@@ -74,27 +92,6 @@ export function runScenario(options: RunOptions): SimReport {
   };
 }
 
-/** A rough end of simulated time, for progress bars only. */
-function estimateEndMs(s: Scenario): number {
-  const events = s.events ?? [];
-  const lastChange = events.reduce((m, e) => (e.type === 'burst' ? m : Math.max(m, e.atMs)), 0);
-  let settle = lastChange;
-  for (const e of events) {
-    if (e.type === 'rolling-update') settle += s.pods.count * (s.pods.readyDelayMs + s.server.terminationDrainMs);
-    if (e.type === 'scale') settle += s.pods.readyDelayMs;
-  }
-  const from = typeof s.measure.from === 'number' ? s.measure.from : s.measure.from === 'start' ? 0 : settle;
-  if (s.measure.windowMs !== undefined) return Math.max(1, from + s.measure.windowMs);
-  const a = s.clients.arrival;
-  const count = a.count ?? 1;
-  if (a.type === 'closed-loop')
-    return Math.max(
-      1,
-      (count / a.concurrency) * (s.pods.serviceTime.type === 'fixed' ? s.pods.serviceTime.valueMs : 5),
-    );
-  return Math.max(1, (count * 1000) / a.ratePerSecond);
-}
-
 interface PodAccumulator {
   name: string;
   address: string;
@@ -105,8 +102,10 @@ interface PodAccumulator {
   readyAtMs: number | null;
   removedAtMs: number | null;
   openConnections: number | null;
+  zone: string | null;
   latency: LatencyHistogram;
-  series: number[];
+  /** Requests per bucket, summed over trials (grown as needed). */
+  series: Float64Array;
 }
 
 class Accumulator {
@@ -126,8 +125,13 @@ class Accumulator {
   #connections = 0;
   #reconnects = 0;
   #windowMinutes = 0;
+  #crossZone = 0;
+  #zoned = false;
   #events = 0;
   #bucketMs = 1000;
+  /** Per ramp bucket: sum of the new pods' share over fair, and the trials that defined it. */
+  readonly #rampSum: number[] = [];
+  readonly #rampTrials: number[] = [];
 
   constructor(dataplane: DataplaneModel) {
     this.#dataplane = dataplane;
@@ -136,6 +140,7 @@ class Accumulator {
   add(o: SimulationOutcome): void {
     this.#trials++;
     this.#bucketMs = o.bucketMs;
+    this.#zoned ||= o.pods.some((p) => p.zone >= 0);
     const measured = o.pods.filter((p) => p.state === 'ready');
     const figures = imbalance(measured.map((p) => p.windowRequests));
     this.#maxOverMean.push(figures.maxOverMean);
@@ -147,12 +152,20 @@ class Accumulator {
     this.#window += o.windowRequests;
     this.#toRemoved += o.windowRequestsToRemovedPods;
     this.#connections += o.connectionsOpened;
-    this.#reconnects += o.reconnectsInWindow;
+    this.#reconnects += o.connectionsOpenedInWindow;
     this.#windowMinutes += Math.max(0, o.windowEndMs - o.windowStartMs) / 60_000;
+    this.#crossZone += o.windowRequestsCrossZone;
     this.#events += o.events;
     const fresh = o.pods.filter((p) => !p.initial);
     this.#newPods = fresh.length;
-    if (fresh.length > 0) this.#fairShare.push(timeToFairShare(o));
+    if (fresh.length > 0) {
+      this.#fairShare.push(timeToFairShare(o));
+      newPodsRamp(o).forEach((v, i) => {
+        if (v === null) return;
+        this.#rampSum[i] = (this.#rampSum[i] ?? 0) + v;
+        this.#rampTrials[i] = (this.#rampTrials[i] ?? 0) + 1;
+      });
+    }
     // Whole buckets only: a last, partial bucket would read as a drop in load.
     const lastBucket = Math.max(1, Math.floor(o.windowEndMs / o.bucketMs + 1e-9));
     const connectionLevel = this.#dataplane.granularity !== 'request';
@@ -171,18 +184,44 @@ class Accumulator {
           readyAtMs: pod.readyAtMs ?? null,
           removedAtMs: pod.removedAtMs ?? null,
           openConnections: null,
+          zone: pod.zone < 0 ? null : zoneName(pod.zone),
           latency: new LatencyHistogram(POD_HISTOGRAM_GROWTH),
-          series: [],
+          series: new Float64Array(lastBucket),
         };
         this.#pods.set(pod.name, acc);
       }
       acc.requests += pod.windowRequests;
       acc.openConnections = connectionLevel ? pod.openConnections : null;
       acc.latency.merge(pod.latency);
-      for (let b = 0; b < lastBucket; b++) {
-        acc.series[b] = (acc.series[b] ?? 0) + ((pod.series[b] as number | undefined) ?? 0);
+      if (acc.series.length < lastBucket) {
+        const grown = new Float64Array(lastBucket);
+        grown.set(acc.series);
+        acc.series = grown;
       }
+      const series = acc.series;
+      const copy = Math.min(lastBucket, pod.series.length);
+      for (let b = 0; b < copy; b++) series[b] = (series[b] as number) + (pod.series[b] as number);
     }
+  }
+
+  /** Per zone: measured pods and their share of the window's requests (null without zones). */
+  #zones(pods: readonly PodAccumulator[]): SimZoneReport[] | null {
+    if (!this.#zoned) return null;
+    const byZone = new Map<string, { pods: number; requests: number }>();
+    for (const p of pods) {
+      if (p.zone === null) continue;
+      const z = byZone.get(p.zone) ?? { pods: 0, requests: 0 };
+      if (p.measured) z.pods++;
+      z.requests += p.requests;
+      byZone.set(p.zone, z);
+    }
+    return [...byZone.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([zone, z]) => ({
+        zone,
+        pods: z.pods,
+        share: this.#window === 0 ? 0 : round(z.requests / this.#window),
+      }));
   }
 
   result(): SimDataplaneResult {
@@ -204,6 +243,7 @@ class Accumulator {
         readyAtMs: p.readyAtMs === null ? null : round(p.readyAtMs),
         removedAtMs: p.removedAtMs === null ? null : round(p.removedAtMs),
         openConnections: p.openConnections,
+        zone: p.zone,
         latencyMs:
           p.latency.count === 0 ? null : { mean: round(p.latency.meanMs), p99: round(p.latency.quantile(0.99) ?? 0) },
       }));
@@ -231,51 +271,27 @@ class Accumulator {
             },
       requests: { sent: this.#sent, failed: this.#failed, window: this.#window, toRemovedPods: this.#toRemoved },
       connectionsOpened: this.#connections,
-      reconnectsPerMinute: this.#windowMinutes === 0 ? 0 : round(this.#reconnects / this.#windowMinutes),
+      reconnectsPerMinute:
+        this.#dataplane.granularity === 'request' || this.#windowMinutes === 0
+          ? null
+          : round(this.#reconnects / this.#windowMinutes),
+      newPodsOverFair:
+        this.#newPods === 0
+          ? null
+          : {
+              bucketMs: this.#bucketMs,
+              overFair: this.#rampSum.map((v, i) => round(v / (this.#rampTrials[i] as number))),
+            },
+      crossZone: this.#zoned ? (this.#window === 0 ? 0 : round(this.#crossZone / this.#window)) : null,
+      zones: this.#zones(pods),
       events: this.#events,
       pods: podReports,
       series: {
         bucketMs: this.#bucketMs,
-        pods: pods.map((p) => ({ name: p.name, requests: p.series })),
+        pods: pods.map((p) => ({ name: p.name, requests: Array.from(p.series) })),
       },
     };
   }
-}
-
-/**
- * How long after the first new pod became ready the new pods, together, first received at
- * least 90% of their fair share of a bucket's requests (fair share: new ready pods / all
- * ready pods, counting only pods ready for the whole bucket). Null when that never happened
- * before the run ended.
- */
-function timeToFairShare(o: SimulationOutcome): number | null {
-  const fresh = o.pods.filter((p) => !p.initial && p.readyAtMs !== undefined);
-  if (fresh.length === 0) return null;
-  const t0 = Math.min(...fresh.map((p) => p.readyAtMs as number));
-  const w = o.bucketMs;
-  for (let b = Math.ceil(t0 / w); (b + 1) * w <= o.windowEndMs + 1e-6; b++) {
-    const start = b * w;
-    const end = start + w;
-    let total = 0;
-    let readyCount = 0;
-    let newReady = 0;
-    let newRequests = 0;
-    for (const p of o.pods) {
-      const requests = (p.series[b] as number | undefined) ?? 0;
-      total += requests;
-      const ready =
-        p.readyAtMs !== undefined && p.readyAtMs <= start && (p.removedAtMs === undefined || p.removedAtMs >= end);
-      if (!ready) continue;
-      readyCount++;
-      if (!p.initial) {
-        newReady++;
-        newRequests += requests;
-      }
-    }
-    if (newReady === 0 || total === 0) continue;
-    if (newRequests / total >= FAIR_SHARE_REACHED * (newReady / readyCount)) return end - t0;
-  }
-  return null;
 }
 
 function average(values: readonly number[]): number {

@@ -1,4 +1,4 @@
-/** The progress bar: drawn on a terminal's stderr, absent when stderr is not a terminal or with --no-progress. */
+/** The progress bar (dataplane, simulated time, events per second): drawn on a terminal's stderr, absent when stderr is not a terminal or with --no-progress. */
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { registerSimCommand } from '../../src/cli/sim.js';
@@ -20,7 +20,10 @@ const args = ['--scenario', 'steady', '--duration', '5s', '--dataplanes', 'iptab
 describe('evenlb sim progress', () => {
   it('draws a bar on a terminal and clears it before the table', async () => {
     const r = await run(args, true);
-    expect(r.stderr).toMatch(/\rsimulating \[[#-]{30}\] +\d+%/);
+    expect(r.stderr).toContain('\r\x1b[Ksimulating [');
+    expect(r.stderr).toMatch(
+      /simulating \[[#-]{30}\] +\d+% {2}iptables at \d+\.\d s simulated, \d+(\.\d)?[kM]? events\/s/,
+    );
     expect(r.stderr.endsWith('\r\x1b[K')).toBe(true);
     expect(r.stdout).toContain('evenlb sim: steady');
   });

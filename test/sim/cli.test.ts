@@ -47,7 +47,7 @@ describe('evenlb sim', () => {
     const lines = r.stdout.split('\n');
     expect(lines[0]).toBe('evenlb sim: steady (seed 3, 1 trial)');
     const header = lines.find((l) => l.startsWith('dataplane')) as string;
-    for (const col of ['max/mean', 'CoV', 'Jain', 'new pods 90%', 'p99 ms', 'v1-01', 'v1-04'])
+    for (const col of ['max/mean', 'CoV', 'Jain', 'new pods 90%', 'p99 ms', 'reconn/min', 'v1-01', 'v1-04'])
       expect(header).toContain(col);
     for (const dp of ['iptables', 'ipvs-lc', 'evenlb:round-robin']) {
       expect(lines.some((l) => l.startsWith(`${dp} `))).toBe(true);
@@ -99,7 +99,8 @@ describe('evenlb sim', () => {
     const [t1, t2] = await Promise.all([runSim(cli, [...args, '--seed', '9']), runSim(cli, [...args, '--seed', '9'])]);
     expect(t2.stdout).toBe(t1.stdout);
     expect(t1.stdout).toContain('20 trials');
-  });
+    // Five CLI processes on a shared two-core machine: the deadline is runSim's, per process.
+  }, 180_000);
 
   it('--html writes a self-contained page that renders its charts offline', async (ctx) => {
     const file = join(dir, 'report.html');
@@ -136,7 +137,7 @@ describe('evenlb sim', () => {
         if (!req.url().startsWith('file:')) requests.push(req.url());
       });
       await page.goto(`file://${file}`);
-      await page.waitForFunction("document.querySelectorAll('canvas').length >= 3", undefined, { timeout: 15_000 });
+      await page.waitForFunction("document.querySelectorAll('canvas').length >= 4", undefined, { timeout: 15_000 });
       // Chart.js keeps every chart it drew; each needs a sized canvas with pixels on it.
       const charts = (await page.evaluate(`Object.values(Chart.instances).map((c) => {
         const canvas = c.canvas;
@@ -148,7 +149,8 @@ describe('evenlb sim', () => {
       const rows = await page.locator('#summary tbody tr').count();
       expect(errors).toEqual([]);
       expect(requests).toEqual([]);
-      expect(charts).toHaveLength(3);
+      // Shares, the new pods' share after ready, and one timeline per dataplane.
+      expect(charts).toHaveLength(4);
       for (const c of charts) {
         expect(c.width).toBeGreaterThan(100);
         expect(c.painted).toBeGreaterThan(1000);
@@ -189,6 +191,8 @@ describe('evenlb sim', () => {
       'heterogeneous-durations',
       'webhook-burst',
       'random-connections',
+      'fleet-scale-out',
+      'zone-skew',
     ]) {
       expect(r.stdout).toContain(s);
     }
@@ -215,6 +219,23 @@ describe('evenlb sim', () => {
     {
       args: ['--scenario', 'steady', '--dataplanes', 'iptables,ipvs-wrr'],
       message: /unknown dataplane "ipvs-wrr"; known dataplanes: iptables, nftables/,
+    },
+    { args: ['--scenario', 'steady', '--balancers', '0'], message: /--balancers <M>.*expected an integer between 1/ },
+    {
+      args: ['--scenario', 'steady', '--discovery-spread', 'soon'],
+      message: /--discovery-spread.*expected a duration like 500ms/,
+    },
+    {
+      args: ['--scenario', 'steady', '--pod-zones', 'a,b,c'],
+      message: /--pod-zones <list>.*expected a comma-separated list of integers >= 0/,
+    },
+    {
+      args: ['--scenario', 'steady', '--pod-zones', '2,1'],
+      message: /pods\.zones.*pods per zone summing to pods\.count \(4\)/,
+    },
+    {
+      args: ['--scenario', 'steady', '--pod-zones', '2,2', '--client-zones', '50,30,20'],
+      message: /clients\.zones.*one weight per pod zone \(2\)/,
     },
     {
       args: ['--scenario', 'steady', '--scale-to', '8'],

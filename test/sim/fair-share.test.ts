@@ -19,7 +19,8 @@ describe('fair-share shedding in the simulator', () => {
       let age: { ms: number; maxOverMean: number; reconnectsPerMinute: number } | undefined;
       for (const ms of AGES_MS) {
         const r = result(runBuiltin(scenario, ['iptables'], { serverMaxConnectionAgeMs: ms }), 'iptables');
-        age = { ms, maxOverMean: r.maxOverMean, reconnectsPerMinute: r.reconnectsPerMinute };
+        // A connection dataplane: reconnectsPerMinute is a number (null only for per-request ones).
+        age = { ms, maxOverMean: r.maxOverMean, reconnectsPerMinute: r.reconnectsPerMinute ?? Number.NaN };
         if (r.maxOverMean <= target) break;
       }
       const summary = `fair-share ${fs.maxOverMean} at ${fs.reconnectsPerMinute}/min; age ${age?.ms} ms ${age?.maxOverMean} at ${age?.reconnectsPerMinute}/min`;

@@ -4,7 +4,8 @@
  * - `hpa-scale-out` with `least-request` and `--slow-start 20s`: the new pods' share ramps (at
  *   most 40% of their fair share in the first 2 s after ready, at least 90% by 25 s); without
  *   slow start they are at their fair share within 2 s.
- * - 11 pods over 3 zones (4-4-3), 10 clients 50/30/20 per zone, zone routing on: in band most
+ * - 11 pods over 3 zones (`pods.zones: [4, 4, 3]`), 10 clients 50/30/20 per zone
+ *   (`clients.zones: [50, 30, 20]`), zone routing on: in band most
  *   requests stay in zone; with the busiest zone's pods overloaded, traffic spills over and
  *   per-pod max/mean stays ≤ 1.2.
  */
@@ -57,39 +58,42 @@ describe('sim: slow start', () => {
   });
 });
 
-/** 11 pods (10 workers, 100 ms mean service: 100 requests/s each) over zones a, b, c; 10 clients 50/30/20. */
+/** 11 pods (10 workers, 100 ms mean service: 100 requests/s each) over zones a, b, c (4-4-3); 10 clients 50/30/20. */
 function zoneScenario(ratePerClient: number, zoneRouting: 'on' | 'off') {
   return {
     name: 'zones',
-    pods: { count: 11, workers: 10, serviceTime: { type: 'exponential', meanMs: 100 }, zones: ['a', 'b', 'c'] },
+    pods: { count: 11, workers: 10, serviceTime: { type: 'exponential', meanMs: 100 }, zones: [4, 4, 3] },
     clients: {
       count: 10,
       connections: 10,
       arrival: { type: 'poisson', ratePerSecond: ratePerClient },
-      zones: ['a', 'a', 'a', 'a', 'a', 'b', 'b', 'b', 'c', 'c'],
+      zones: [50, 30, 20],
       zoneRouting,
     },
     measure: { from: 30_000, windowMs: 60_000 },
   };
 }
 
-/** Fraction of the measured requests that reached a pod of the sender's zone, from per-zone pod shares. */
+/** Share of the measured requests served by each zone's pods (`a`, `b`, `c`), from the report's per-zone figures. */
 function zoneShares(r: SimDataplaneResult): Map<string, number> {
-  const zoneOfPod = (i: number) => ['a', 'b', 'c'][i % 3] as string;
   const out = new Map<string, number>();
-  r.pods.forEach((p, i) => {
-    out.set(zoneOfPod(i), (out.get(zoneOfPod(i)) ?? 0) + p.share);
-  });
+  for (const z of r.zones ?? []) out.set(z.zone.replace(/^zone-/, ''), z.share);
+  expect(out.size).toBe(3);
   return out;
 }
 
 describe('sim: zone routing', () => {
   it('in band (30% busy): requests follow the clients’ zones (a ≈ 50%, b ≈ 30%, c ≈ 20%)', () => {
-    const on = zoneShares(result(runRaw(zoneScenario(33, 'on'), ['evenlb:least-request']), 'evenlb:least-request'));
+    const onResult = result(runRaw(zoneScenario(33, 'on'), ['evenlb:least-request']), 'evenlb:least-request');
+    const on = zoneShares(onResult);
+    // Each per-client balancer routes for its client's zone: few requests cross zones.
+    expect(onResult.crossZone as number).toBeLessThan(0.2);
     // Pods see their own zone's clients: shares near 50/30/20 mean >= 80% stayed in zone.
     expect(on.get('a') as number).toBeGreaterThan(0.45);
     expect(on.get('c') as number).toBeLessThan(0.25);
-    const off = zoneShares(result(runRaw(zoneScenario(33, 'off'), ['evenlb:least-request']), 'evenlb:least-request'));
+    const offResult = result(runRaw(zoneScenario(33, 'off'), ['evenlb:least-request']), 'evenlb:least-request');
+    const off = zoneShares(offResult);
+    expect(offResult.crossZone as number).toBeGreaterThan(0.5);
     expect(off.get('a') as number).toBeLessThan(0.4);
   });
 

@@ -2,8 +2,8 @@
 import { resolveDataplanes } from '../../src/sim/dataplane/registry.js';
 import type { SimDataplaneResult, SimReport } from '../../src/sim/report/sim-report.js';
 import { runScenario } from '../../src/sim/run-simulation.js';
-import { findBuiltinScenario } from '../../src/sim/scenario/builtin-scenarios.js';
-import { applyKnobs, type ScenarioKnobs } from '../../src/sim/scenario/scenario-knobs.js';
+import { findBuiltinScenario, parseBuiltinScenario } from '../../src/sim/scenario/builtin-scenarios.js';
+import type { ScenarioKnobs } from '../../src/sim/scenario/scenario-knobs.js';
 import { parseScenario } from '../../src/sim/scenario/scenario-spec.js';
 
 export function runBuiltin(
@@ -14,7 +14,7 @@ export function runBuiltin(
 ): SimReport {
   const builtin = findBuiltinScenario(name);
   if (builtin === undefined) throw new Error(`no built-in scenario ${name}`);
-  const scenario = parseScenario(applyKnobs(builtin.raw(), knobs), name);
+  const scenario = parseBuiltinScenario(builtin, knobs);
   return runScenario({ scenario, dataplanes: resolveDataplanes(dataplanes), seed });
 }
 

@@ -44,6 +44,9 @@ export class ConnectionManager {
   readonly #free: number[] = [];
   #owner: ConnectionOwner | undefined;
   #opened = 0;
+  #openedInWindow = 0;
+  #windowFromMs = Number.POSITIVE_INFINITY;
+  #windowToMs = Number.POSITIVE_INFINITY;
   /** Whether the policies can say anything per request (skipped on the hot path when not). */
   readonly #clientLimits: boolean;
   readonly #serverIdleLimit: boolean;
@@ -66,6 +69,17 @@ export class ConnectionManager {
   /** Connections opened, ever. */
   get opened(): number {
     return this.#opened;
+  }
+
+  /** Connections dialled inside the measured window (reconnects: the initial dials come before it). */
+  get openedInWindow(): number {
+    return this.#openedInWindow;
+  }
+
+  /** The measured window, for `openedInWindow` (end = Infinity until known). */
+  setWindow(fromMs: number, toMs: number): void {
+    this.#windowFromMs = fromMs;
+    this.#windowToMs = toMs;
   }
 
   setOwner(owner: ConnectionOwner): void {
@@ -114,6 +128,7 @@ export class ConnectionManager {
     conn.idleSinceMs = now;
     pod.openConnections++;
     this.#opened++;
+    if (!staggered && now >= this.#windowFromMs && now < this.#windowToMs) this.#openedInWindow++;
     const deadline = Math.min(
       conn.maxAgeMs === undefined ? Number.POSITIVE_INFINITY : openedAt + conn.maxAgeMs,
       conn.serverMaxAgeMs === undefined ? Number.POSITIVE_INFINITY : openedAt + conn.serverMaxAgeMs,

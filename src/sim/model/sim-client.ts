@@ -18,10 +18,12 @@ export class SimClient {
   readonly connectionTarget: number;
   /** Requests still to send (Infinity: unbounded). */
   remaining: number;
+  /** Zone index, -1 = none (see zones.ts). */
+  readonly zone: number;
   /** Generation of the open-loop arrival stream (bumped to stop it). */
   arrivalGeneration = 0;
 
-  constructor(index: number, node: number, addressU32: number, connectionTarget: number, remaining: number) {
+  constructor(index: number, node: number, addressU32: number, connectionTarget: number, remaining: number, zone = -1) {
     this.index = index;
     this.node = node;
     this.addressU32 = addressU32;
@@ -29,5 +31,6 @@ export class SimClient {
     this.addressHash = hashKey(this.address);
     this.connectionTarget = connectionTarget;
     this.remaining = remaining;
+    this.zone = zone;
   }
 }

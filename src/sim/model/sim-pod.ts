@@ -25,8 +25,9 @@ export interface SimPodInit {
   readonly createdAtMs: number;
   /** One of the pods the scenario starts with (not added by a scale-out or rollout). */
   readonly initial: boolean;
-  /** The pod's zone, when the scenario gives zones. */
-  readonly zone?: string;
+  /** Zone index, -1 = none (see zones.ts); named on the endpoint as `zone-a`, ... */
+  readonly zone?: number;
+  readonly zoneName?: string;
 }
 
 /** Dotted-quad text of an IPv4 address held as an unsigned 32-bit integer. */
@@ -47,7 +48,7 @@ interface EndpointVariants {
 const variantCache = new Map<string, EndpointVariants>();
 const VARIANT_CACHE_LIMIT = 100_000;
 
-function endpointVariants(name: string, address: string, port: number, zone?: string): EndpointVariants {
+function endpointVariants(name: string, address: string, port: number, zone: string | undefined): EndpointVariants {
   const key = `${name}|${address}|${port}|${zone ?? ''}`;
   let v = variantCache.get(key);
   if (v === undefined) {
@@ -73,6 +74,8 @@ export class SimPod {
   readonly workers: number;
   readonly createdAtMs: number;
   readonly initial: boolean;
+  /** Zone index, -1 = none. */
+  readonly zone: number;
   readyAtMs: number | undefined;
   removedAtMs: number | undefined;
   state: PodState = 'starting';
@@ -103,7 +106,8 @@ export class SimPod {
     this.workers = init.workers;
     this.createdAtMs = init.createdAtMs;
     this.initial = init.initial;
-    this.#endpoints = endpointVariants(init.name, this.address, init.port, init.zone);
+    this.zone = init.zone ?? -1;
+    this.#endpoints = endpointVariants(init.name, this.address, init.port, init.zoneName);
   }
 
   /** The pod's endpoint as an EndpointSlice shows it now; undefined once gone. */

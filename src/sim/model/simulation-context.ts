@@ -22,6 +22,8 @@ export interface SimulationStreams {
   readonly balancers: SeededRandom;
   /** Per-request hash keys (`hashKey: request`). */
   readonly requestKeys: SeededRandom;
+  /** Discovery lags of a balancer fleet. */
+  readonly discovery: SeededRandom;
 }
 
 export interface SimulationContext {

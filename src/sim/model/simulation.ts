@@ -19,50 +19,29 @@ import { VirtualClock } from '../engine/virtual-clock.js';
 import { LatencyHistogram } from '../metrics/latency-histogram.js';
 import { type Scenario, type ScenarioEvent, scenarioError } from '../scenario/scenario-spec.js';
 import { createSampler, type Sampler } from '../workload/distribution.js';
+import { createClients } from './client-placement.js';
 import { ConnectionManager } from './connection-manager.js';
 import { DeploymentController } from './deployment-controller.js';
 import { SimFairShare } from './fair-share-shedding.js';
+import { PodSeries } from './pod-series.js';
 import { CLOSED_LOOP, RequestTable } from './request-table.js';
-import { SimClient } from './sim-client.js';
+import { timeCapMs } from './run-bounds.js';
+import type { SimClient } from './sim-client.js';
 import { SimPod } from './sim-pod.js';
 import type { SimulationContext, SimulationStreams } from './simulation-context.js';
+import type { SimulationOutcome } from './simulation-outcome.js';
+import { initialPodZone, leastPopulatedZone, zoneCount, zoneName } from './zones.js';
 
 export interface SimulationInit {
   readonly scenario: Scenario;
   readonly dataplane: DataplaneModel;
   readonly seed: number;
-  /** Called every few thousand events with the virtual time (for progress bars). */
-  readonly onTick?: (nowMs: number) => void;
+  /** Called every few thousand events with the virtual time and the events handled so far (progress bars). */
+  readonly onTick?: (nowMs: number, events: number) => void;
 }
 
-/** What a finished run measured. */
-export interface SimulationOutcome {
-  /** Every pod that existed, in creation order. */
-  readonly pods: readonly SimPod[];
-  readonly windowStartMs: number;
-  readonly windowEndMs: number;
-  /** When the last scale-out or rolling update finished (0 without any). */
-  readonly settledAtMs: number;
-  /** When the first scale-out or rolling update started, if any. */
-  readonly changeAtMs: number | undefined;
-  readonly bucketMs: number;
-  /** Latency of requests sent inside the window (send to response). */
-  readonly latency: LatencyHistogram;
-  readonly requestsSent: number;
-  readonly requestsFailed: number;
-  /** Requests delivered inside the window. */
-  readonly windowRequests: number;
-  /** Of those, requests delivered to a pod already removed from the endpoints (terminating). */
-  readonly windowRequestsToRemovedPods: number;
-  readonly connectionsOpened: number;
-  /** Connections opened inside the window (re-dials: lifetime limits, shedding, pods going away). */
-  readonly reconnectsInWindow: number;
-  readonly events: number;
-}
-
-/** Base addresses: pods from 10.64.0.0, clients in 10.128.0.0/9 (one /16 per node). */
+/** Base address of pods: 10.64.0.0. */
 const POD_BASE = (10 << 24) | (64 << 16);
-const CLIENT_BASE = (10 << 24) | (128 << 16);
 
 export class Simulation implements SimulationContext {
   readonly scenario: Scenario;
@@ -76,7 +55,7 @@ export class Simulation implements SimulationContext {
   eligiblePods: readonly SimPod[] = [];
 
   readonly #router: RequestRouter;
-  readonly #onTick: ((nowMs: number) => void) | undefined;
+  readonly #onTick: ((nowMs: number, events: number) => void) | undefined;
   readonly #arrivalRandom: SeededRandom;
   readonly #serviceRandom: SeededRandom;
   readonly #burstRandom: SeededRandom;
@@ -85,10 +64,8 @@ export class Simulation implements SimulationContext {
   /** Open-loop arrivals: 0 none (closed loop), 1 Poisson, 2 periodic; and the mean gap (ms). */
   readonly #openLoop: 0 | 1 | 2;
   readonly #gapMs: number;
-  readonly #bucketMs: number;
   readonly #latency = new LatencyHistogram();
-  /** Requests per pod per bucket: row b holds bucket b, indexed by pod index. */
-  readonly #seriesRows: Float64Array[] = [];
+  readonly #series: PodSeries;
   readonly #podOf = new Map<Endpoint, SimPod>();
   readonly #ordinals = new Map<number, number>();
   readonly #ordinalWidth: number;
@@ -110,18 +87,18 @@ export class Simulation implements SimulationContext {
   #failed = 0;
   #windowRequests = 0;
   #windowToRemoved = 0;
+  #windowCrossZone = 0;
   #clientsWithRemaining = 0;
   #pendingSingles = 0;
   #pendingBursts = 0;
   #ended = false;
-  #openedAtWindowStart = 0;
   readonly #fairShare: SimFairShare | undefined;
 
   constructor(init: SimulationInit) {
     const s = init.scenario;
     this.scenario = s;
     this.#onTick = init.onTick;
-    this.#bucketMs = s.bucketMs;
+    this.#series = new PodSeries(s.bucketMs);
     this.clock = new VirtualClock(this.scheduler);
     // Streams are forked in a fixed order; add new ones at the end to keep old seeds stable.
     const root = new SeededRandom(init.seed);
@@ -135,8 +112,9 @@ export class Simulation implements SimulationContext {
     const requestKeys = root.fork();
     this.#burstRandom = root.fork();
     const addresses = root.fork();
+    const discovery = root.fork();
+    this.streams = { dataplane, balancers, requestKeys, discovery };
     const fairShareRandom = root.fork();
-    this.streams = { dataplane, balancers, requestKeys };
     this.#service = createSampler(s.pods.serviceTime);
     const arrival = s.clients.arrival;
     this.#think = arrival.type === 'closed-loop' ? createSampler(arrival.thinkTime) : undefined;
@@ -173,7 +151,8 @@ export class Simulation implements SimulationContext {
     this.#kBurst = sc.register((index, repetition) => this.#burst(index, repetition));
     this.#kEnd = sc.register(() => this.#end());
 
-    this.#createClients(addresses);
+    this.clients.push(...createClients(s, addresses));
+    if (s.clients.arrival.count !== undefined) this.#clientsWithRemaining = this.clients.length;
     const changes = (s.events ?? []).filter((e) => e.type !== 'burst').length;
     this.#deployment = new DeploymentController(s.pods.count, changes, {
       pods: this.pods,
@@ -205,28 +184,18 @@ export class Simulation implements SimulationContext {
   deliver(slot: number, pod: SimPod): void {
     const now = this.scheduler.now;
     this.requests.pod[slot] = pod.index;
-    const bucket = Math.floor(now / this.#bucketMs);
-    let row = this.#seriesRows[bucket];
-    if (row === undefined || pod.index >= row.length) row = this.#growRow(bucket);
-    row[pod.index] = (row[pod.index] as number) + 1;
+    this.#series.count(now, pod.index, this.pods.length);
     pod.totalRequests++;
     if (now >= this.#windowStartMs && now < this.#windowEndMs) {
       pod.windowRequests++;
       this.#windowRequests++;
       if (pod.state !== 'ready') this.#windowToRemoved++;
+      if (pod.zone >= 0 && (this.clients[this.requests.client[slot] as number] as SimClient).zone !== pod.zone) {
+        this.#windowCrossZone++;
+      }
     }
     if (pod.busy < pod.workers) this.#serve(pod, slot);
     else pod.enqueue(slot);
-  }
-
-  #growRow(bucket: number): Float64Array {
-    const old = this.#seriesRows[bucket];
-    let size = old === undefined ? 64 : old.length;
-    while (size < this.pods.length) size *= 2;
-    const row = new Float64Array(size);
-    if (old !== undefined) row.set(old);
-    this.#seriesRows[bucket] = row;
-    return row;
   }
 
   fail(slot: number): void {
@@ -265,8 +234,9 @@ export class Simulation implements SimulationContext {
     else if (from === 'start' || !changing) this.#openWindow(0);
     if (!changing) this.#settledAtMs = 0;
 
-    const cap = this.#timeCap();
-    const tick = this.#onTick === undefined ? undefined : () => this.#onTick?.(this.scheduler.now);
+    const cap = timeCapMs(s);
+    const tick =
+      this.#onTick === undefined ? undefined : () => this.#onTick?.(this.scheduler.now, this.scheduler.processed);
     this.scheduler.runUntil(cap, tick);
     if (!this.#ended) {
       if (this.scheduler.pending === 0 && s.measure.windowMs === undefined) this.#windowEndMs = this.scheduler.now;
@@ -274,54 +244,34 @@ export class Simulation implements SimulationContext {
     }
     // A window that never opened (a finite workload done before the change settled) is empty.
     if (!Number.isFinite(this.#windowStartMs)) this.#windowStartMs = this.#windowEndMs;
-    const buckets = this.#seriesRows.length;
-    for (const pod of this.pods) {
-      pod.series = new Float64Array(buckets);
-      for (let b = 0; b < buckets; b++) pod.series[b] = this.#seriesRows[b]?.[pod.index] ?? 0;
-    }
+    this.#series.copyTo(this.pods);
     return {
       pods: this.pods,
       windowStartMs: this.#windowStartMs,
       windowEndMs: this.#windowEndMs,
       settledAtMs: this.#settledAtMs ?? this.#windowStartMs,
       changeAtMs: this.#changeAtMs,
-      bucketMs: this.#bucketMs,
+      bucketMs: this.#series.bucketMs,
       latency: this.#latency,
       requestsSent: this.#sent,
       requestsFailed: this.#failed,
       windowRequests: this.#windowRequests,
       windowRequestsToRemovedPods: this.#windowToRemoved,
+      windowRequestsCrossZone: this.#windowCrossZone,
       connectionsOpened: this.connections.opened,
-      reconnectsInWindow: Number.isFinite(this.#windowStartMs)
-        ? this.connections.opened - this.#openedAtWindowStart
-        : 0,
+      connectionsOpenedInWindow: this.connections.openedInWindow,
       events: this.scheduler.processed,
     };
   }
 
-  /** A generous bound on simulated time: a run past it is a scenario that cannot settle. */
-  #timeCap(): number {
-    const s = this.scenario;
-    const events = s.events ?? [];
-    const lastAt = events.reduce((m, e) => Math.max(m, e.atMs), 0);
-    let maxPods = s.pods.count;
-    for (const e of events) if (e.type === 'scale') maxPods = Math.max(maxPods, e.pods);
-    const perStep = s.pods.readyDelayMs + s.server.terminationDrainMs + 1000;
-    const changes = events.filter((e) => e.type !== 'burst').length;
-    const settle = lastAt + (changes * (2 * maxPods + 4) + 4) * perStep;
-    const from = typeof s.measure.from === 'number' ? s.measure.from : settle;
-    if (s.measure.windowMs !== undefined) return Math.max(from, settle) + s.measure.windowMs + 1;
-    return Number.POSITIVE_INFINITY;
-  }
-
   #openWindow(startMs: number): void {
     this.#windowStartMs = startMs;
-    this.#openedAtWindowStart = this.connections.opened;
     const w = this.scenario.measure.windowMs;
     if (w !== undefined) {
       this.#windowEndMs = startMs + w;
       this.scheduler.at(this.#windowEndMs, this.#kEnd);
     }
+    this.connections.setWindow(startMs, this.#windowEndMs);
   }
 
   #end(): void {
@@ -340,28 +290,6 @@ export class Simulation implements SimulationContext {
   }
 
   // --- clients and arrivals ----------------------------------------------------------------
-
-  /**
-   * Clients go round-robin onto nodes; each gets a random, distinct address in its node's
-   * /16 (pod IPs are arbitrary, and IPVS `sh` hashes them).
-   */
-  #createClients(random: SeededRandom): void {
-    const c = this.scenario.clients;
-    const count = c.count ?? c.connections;
-    const remaining = c.arrival.count ?? Number.POSITIVE_INFINITY;
-    const taken = new Set<number>();
-    for (let i = 0; i < count; i++) {
-      const node = i % c.nodes;
-      let host = 2 + random.int(65_532);
-      while (taken.has(node * 65536 + host)) host = host === 65_533 ? 2 : host + 1;
-      taken.add(node * 65536 + host);
-      const address = (CLIENT_BASE + ((node * 65536) % (1 << 23)) + host) >>> 0;
-      // Connections spread as evenly as possible: the first (C mod N) clients hold one more.
-      const conns = Math.floor(c.connections / count) + (i < c.connections % count ? 1 : 0);
-      this.clients.push(new SimClient(i, node, address, conns, remaining));
-    }
-    if (c.arrival.count !== undefined) this.#clientsWithRemaining = count;
-  }
 
   #startArrivals(): void {
     const a = this.scenario.clients.arrival;
@@ -475,6 +403,8 @@ export class Simulation implements SimulationContext {
     const ordinal = (this.#ordinals.get(revision) ?? 0) + 1;
     this.#ordinals.set(revision, ordinal);
     const speeds = s.speeds ?? [];
+    const zones = zoneCount(this.scenario);
+    const zone = initial ? initialPodZone(this.scenario, index) : leastPopulatedZone(zones, this.#livePodZones());
     const pod = new SimPod({
       index,
       name: `v${revision}-${String(ordinal).padStart(this.#ordinalWidth, '0')}`,
@@ -485,7 +415,8 @@ export class Simulation implements SimulationContext {
       workers: s.workers,
       createdAtMs: this.scheduler.now,
       initial,
-      ...(s.zones === undefined || s.zones.length === 0 ? {} : { zone: s.zones[index % s.zones.length] as string }),
+      zone,
+      ...(zone < 0 ? {} : { zoneName: zoneName(zone) }),
     });
     this.pods.push(pod);
     for (const e of pod.endpointVariants) this.#podOf.set(e, pod);
@@ -494,6 +425,10 @@ export class Simulation implements SimulationContext {
       this.scheduler.after(s.readyDelayMs, this.#kPodReady, index);
     }
     return pod;
+  }
+
+  *#livePodZones(): Generator<number> {
+    for (const p of this.pods) if (p.state !== 'gone' && p.state !== 'terminating') yield p.zone;
   }
 
   #podReady(pod: SimPod): void {

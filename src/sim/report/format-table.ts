@@ -6,7 +6,7 @@
  * figures — so the same seed prints the same table.
  */
 import type { Scenario } from '../scenario/scenario-spec.js';
-import type { DistributionSpec } from '../workload/distribution.js';
+import { distributionText as distribution, durationText as duration } from '../scenario/scenario-text.js';
 import type { SimDataplaneResult, SimReport } from './sim-report.js';
 
 /** Pods shown one column each up to this many; beyond, min / median / max. */
@@ -30,27 +30,6 @@ function median(sorted: readonly number[]): number {
   if (n === 0) return 0;
   const mid = Math.floor(n / 2);
   return n % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
-
-function duration(ms: number): string {
-  if (ms >= 60_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
-  if (ms >= 1000) return `${Number((ms / 1000).toFixed(3))} s`;
-  return `${Number(ms.toFixed(3))} ms`;
-}
-
-function distribution(d: DistributionSpec): string {
-  switch (d.type) {
-    case 'fixed':
-      return duration(d.valueMs);
-    case 'exponential':
-      return `exp. mean ${duration(d.meanMs)}`;
-    case 'uniform':
-      return `${duration(d.minMs)}–${duration(d.maxMs)}`;
-    case 'pareto':
-      return `Pareto mean ${duration(d.meanMs)} shape ${d.shape}`;
-    case 'lognormal':
-      return `log-normal mean ${duration(d.meanMs)} sigma ${d.sigma}`;
-  }
 }
 
 /** One or two lines saying what actually ran (knobs included), from the validated scenario. */
@@ -93,7 +72,43 @@ export function describeSettings(s: Scenario): string[] {
   const fs = s.server.fairShare;
   if (fs !== undefined) lifetime.push(`server sheds above its fair share +${Number((fs.tolerance * 100).toFixed(1))}%`);
   const second = [...changes, lifetime.length === 0 ? 'no connection lifetime limits' : lifetime.join(', ')];
+  // evenlb's traffic shaping, when it differs from the defaults.
+  const shaping: string[] = [];
+  if (c.slowStartMs > 0) shaping.push(`slow start ${duration(c.slowStartMs)}`);
+  if (!c.herdingGuard) shaping.push('herding guard off');
+  if (c.zoneRouting === 'on') shaping.push('zone routing on');
+  if (shaping.length > 0) second.push(`evenlb ${shaping.join(', ')}`);
   return [parts.join('; '), second.join('; ')];
+}
+
+/** The new pods' share per bucket after ready, × fair share, one line per dataplane (none without new pods). */
+function rampLines(report: SimReport): string[] {
+  const ramps = report.results.filter((r) => r.newPodsOverFair !== null && r.newPodsOverFair.overFair.length > 0);
+  if (ramps.length === 0) return [];
+  const bucket = seconds(ramps[0]?.newPodsOverFair?.bucketMs ?? 0);
+  const width = Math.max(...ramps.map((r) => r.dataplane.length));
+  const lines = [
+    '',
+    `new pods' share in each ${bucket} after ready (× fair share; above 1: a herd, below: not yet reached):`,
+  ];
+  for (const r of ramps) {
+    const cells = (r.newPodsOverFair?.overFair ?? []).map((v) => fixed(v, 2).padStart(5));
+    lines.push(`${r.dataplane.padEnd(width)}  ${cells.join(' ')}`);
+  }
+  return lines;
+}
+
+/** Per-zone shares and the cross-zone fraction, one line per dataplane (none without zones). */
+function zoneLines(report: SimReport): string[] {
+  const zoned = report.results.filter((r) => r.zones !== null);
+  if (zoned.length === 0) return [];
+  const width = Math.max(...zoned.map((r) => r.dataplane.length));
+  const lines = ['', 'zones (share of requests, measured pods) and requests served across zones:'];
+  for (const r of zoned) {
+    const zones = (r.zones ?? []).map((z) => `${z.zone} ${fixed(z.share * 100, 1)}% (${z.pods})`).join(', ');
+    lines.push(`${r.dataplane.padEnd(width)}  ${zones}; cross-zone ${fixed((r.crossZone ?? 0) * 100, 1)}%`);
+  }
+  return lines;
 }
 
 /**
@@ -147,7 +162,7 @@ export function formatTable(report: SimReport): string {
       fixed(r.jain, 2),
       fairShare(r),
       r.latencyMs === null ? '-' : fixed(r.latencyMs.p99, 1),
-      r.granularity === 'request' ? '-' : fixed(r.reconnectsPerMinute, 1),
+      r.reconnectsPerMinute === null ? '-' : fixed(r.reconnectsPerMinute, 1),
       ...podCells,
     ]);
   }
@@ -165,12 +180,15 @@ export function formatTable(report: SimReport): string {
   lines.push(`${' '.repeat(header.map((_, c) => (widths[c] ?? 0) + 2).reduce((a, b) => a + b, 0))}${podTitle}`);
   lines.push(render(all[0] as string[]));
   for (const row of rows) lines.push(render(row));
+  lines.push(...rampLines(report), ...zoneLines(report));
   lines.push('');
   lines.push(
     'max/mean: busiest pod over the mean (1 = even); CoV: coefficient of variation; Jain: fairness index (1 = even);',
   );
   lines.push('new pods 90%: time from the first new pod being ready until new pods took 90% of their fair share;');
-  lines.push('reconn/min: connections opened per minute of the measured window (what recycling or shedding costs).');
+  lines.push(
+    'reconn/min: connections dialled in the window per minute (- : per-request dataplane, no connections modelled).',
+  );
   if (hashFootnote) {
     lines.push(
       '* hash policy: maps request keys to pods (affinity); its spread follows the keys and the hash table, not the load.',

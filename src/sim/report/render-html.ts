@@ -1,8 +1,9 @@
 /**
  * `evenlb sim --html FILE`: one self-contained page — Chart.js inlined from the installed
  * package (read at run time, no CDN), the report inlined as JSON — with the summary table,
- * each pod's load as a multiple of the mean with the dataplanes side by side, and per-pod
- * load over time for every dataplane. It opens offline, from a file, anywhere.
+ * each pod's load as a multiple of the mean with the dataplanes side by side, the new pods'
+ * share after ready (× fair, per bucket), per-zone shares, and per-pod load over time for
+ * every dataplane. It opens offline, from a file, anywhere.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -51,6 +52,10 @@ function pageData(report: SimReport): unknown {
       newPods: r.newPods,
       newPodsFairShareMs: r.newPodsFairShareMs,
       p99: r.latencyMs?.p99 ?? null,
+      reconnectsPerMinute: r.reconnectsPerMinute,
+      newPodsOverFair: r.newPodsOverFair,
+      crossZone: r.crossZone,
+      zones: r.zones,
       pods: r.pods.filter((p) => p.measured).map((p) => ({ name: p.name, overMean: p.overMean })),
       series: r.series,
       lifetimes: Object.fromEntries(r.pods.map((p) => [p.name, [p.readyAtMs, p.removedAtMs]])),
@@ -69,7 +74,8 @@ const tbody = document.querySelector('#summary tbody');
 for (const r of data.results) {
   const tr = document.createElement('tr');
   const cells = [r.dataplane + (r.policyKind === 'hash' ? ' *' : ''), fmt(r.maxOverMean, 2), fmt(r.cov, 2), fmt(r.jain, 2),
-    r.newPods === 0 ? '-' : secs(r.newPodsFairShareMs), fmt(r.p99, 1)];
+    r.newPods === 0 ? '-' : secs(r.newPodsFairShareMs), fmt(r.p99, 1), fmt(r.reconnectsPerMinute, 1),
+    r.crossZone === null ? '-' : fmt(r.crossZone * 100, 1) + '%'];
   for (const c of cells) { const td = document.createElement('td'); td.textContent = c; tr.appendChild(td); }
   tbody.appendChild(tr);
 }
@@ -91,6 +97,40 @@ if (podNames.length > 0 && podNames.length <= 64) {
     data: { labels: data.results.map((r) => r.dataplane), datasets: [{ label: 'max/mean', data: data.results.map((r) => r.maxOverMean), backgroundColor: color(0) }] },
     options: { animation: false, plugins: { title: { display: true, text: 'Busiest pod over the mean (' + podNames.length + ' pods)' } }, scales: { y: { beginAtZero: true } } },
   });
+}
+
+const ramps = data.results.filter((r) => r.newPodsOverFair && r.newPodsOverFair.overFair.length > 0);
+if (ramps.length > 0) {
+  const bucket = ramps[0].newPodsOverFair.bucketMs;
+  const n = Math.max(...ramps.map((r) => r.newPodsOverFair.overFair.length));
+  new Chart(document.getElementById('ramp'), {
+    type: 'line',
+    data: {
+      labels: Array.from({ length: n }, (_, i) => ((i + 1) * bucket / 1000).toFixed(bucket < 1000 ? 1 : 0)),
+      datasets: ramps.map((r, i) => ({ label: r.dataplane, data: r.newPodsOverFair.overFair, borderColor: color(i), pointRadius: 2 })),
+    },
+    options: { animation: false, responsive: true,
+      plugins: { title: { display: true, text: "New pods' share after they became ready (× fair share; above 1: a herd)" } },
+      scales: { x: { title: { display: true, text: 'seconds after ready (end of bucket)' } }, y: { beginAtZero: true, title: { display: true, text: '× fair share' } } } },
+  });
+} else {
+  document.getElementById('ramp-box').remove();
+}
+
+const zoned = data.results.filter((r) => r.zones);
+if (zoned.length > 0) {
+  const zt = document.createElement('table');
+  const names = zoned[0].zones.map((z) => z.zone);
+  zt.innerHTML = '<thead><tr><th>dataplane</th>' + names.map((n) => '<th>' + n + '</th>').join('') + '<th>cross-zone</th></tr></thead>';
+  const body = document.createElement('tbody');
+  for (const r of zoned) {
+    const tr = document.createElement('tr');
+    const cells = [r.dataplane, ...r.zones.map((z) => fmt(z.share * 100, 1) + '% (' + z.pods + ' pods)'), fmt(r.crossZone * 100, 1) + '%'];
+    for (const c of cells) { const td = document.createElement('td'); td.textContent = c; tr.appendChild(td); }
+    body.appendChild(tr);
+  }
+  zt.appendChild(body);
+  document.getElementById('zones').appendChild(zt);
 }
 
 const grid = document.getElementById('timelines');
@@ -160,7 +200,7 @@ p.meta { color: #4b5563; margin-top: 0; }
 table { border-collapse: collapse; margin: 1rem 0; font-variant-numeric: tabular-nums; }
 th, td { padding: 0.25rem 0.7rem; border-bottom: 1px solid #e5e7eb; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
-#shares-box { max-width: 1100px; }
+#shares-box, #ramp-box { max-width: 1100px; }
 #timelines { display: grid; grid-template-columns: repeat(auto-fill, minmax(440px, 1fr)); gap: 1rem; }
 .chart { border: 1px solid #e5e7eb; border-radius: 6px; padding: 0.5rem; }
 </style>
@@ -168,8 +208,10 @@ th:first-child, td:first-child { text-align: left; }
 <body>
 <h1>${escapeHtml(title)}</h1>
 <p class="meta">${escapeHtml(report.description)}<br>seed ${report.seed}, ${report.trials} trial(s); measured ${(report.window.fromMs / 1000).toFixed(1)} s to ${(report.window.toMs / 1000).toFixed(1)} s of simulated time</p>
-<table id="summary"><thead><tr><th>dataplane</th><th>max/mean</th><th>CoV</th><th>Jain</th><th>new pods 90%</th><th>p99 ms</th></tr></thead><tbody></tbody></table>
+<table id="summary"><thead><tr><th>dataplane</th><th>max/mean</th><th>CoV</th><th>Jain</th><th>new pods 90%</th><th>p99 ms</th><th>reconnects/min</th><th>cross-zone</th></tr></thead><tbody></tbody></table>
+<div id="zones"></div>
 <div id="shares-box"><canvas id="shares"></canvas></div>
+<div id="ramp-box"><canvas id="ramp"></canvas></div>
 <h2>Load per pod over time</h2>
 <div id="timelines"></div>
 <script id="sim-data" type="application/json">${inlineJson(pageData(report))}</script>

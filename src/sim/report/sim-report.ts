@@ -24,6 +24,8 @@ export interface SimPodReport {
   readonly removedAtMs: number | null;
   /** Connections open to it when the run ended (last trial); null for per-request dataplanes. */
   readonly openConnections: number | null;
+  /** Its zone (`zone-a`, ...); null when the scenario has no zones. */
+  readonly zone: string | null;
   readonly latencyMs: { readonly mean: number; readonly p99: number } | null;
 }
 
@@ -31,6 +33,21 @@ export interface SimSeries {
   readonly bucketMs: number;
   /** Requests arriving at each pod per bucket, summed over trials; bucket i covers [i·bucketMs, (i+1)·bucketMs). */
   readonly pods: readonly { readonly name: string; readonly requests: readonly number[] }[];
+}
+
+export interface SimZoneReport {
+  readonly zone: string;
+  /** Measured pods in the zone. */
+  readonly pods: number;
+  /** Fraction of the window's requests its pods received. */
+  readonly share: number;
+}
+
+/** The new pods' share of each bucket after the first of them became ready, over their fair share. */
+export interface SimNewPodsRamp {
+  readonly bucketMs: number;
+  /** Bucket i: [ready + i·bucketMs, ready + (i+1)·bucketMs), rounded up to whole buckets; 1 = fair share (mean over trials). */
+  readonly overFair: readonly number[];
 }
 
 export interface TrialSpread {
@@ -71,8 +88,17 @@ export interface SimDataplaneResult {
     readonly toRemovedPods: number;
   };
   readonly connectionsOpened: number;
-  /** Connections opened per minute of the measured window (re-dials), mean over trials. */
-  readonly reconnectsPerMinute: number;
+  /**
+   * Connections dialled inside the measured window per minute of it (mean over trials):
+   * reconnects after lifetime limits, recycling, sessions and removed pods. Null for per-request
+   * dataplanes (connections are not modelled there: pools are keyed by endpoint).
+   */
+  readonly reconnectsPerMinute: number | null;
+  /** The new pods' share over their fair share, bucket by bucket after ready; null when no pod was added. */
+  readonly newPodsOverFair: SimNewPodsRamp | null;
+  /** Fraction of the window's requests served in another zone than the client's; null without zones. */
+  readonly crossZone: number | null;
+  readonly zones: readonly SimZoneReport[] | null;
   readonly events: number;
   readonly pods: readonly SimPodReport[];
   /** Per-pod load over time (absent for multi-trial placement scenarios without a timeline). */

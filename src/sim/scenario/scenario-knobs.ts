@@ -31,10 +31,16 @@ export interface ScenarioKnobs {
   readonly scaleTo?: number;
   readonly hashKey?: 'request' | 'client';
   readonly balancerScope?: 'client' | 'shared';
+  /** M independent balancer replicas (`clients.balancers`). */
+  readonly balancers?: number;
+  /** Discovery lag spread: each balancer learns of a change uniformly within [0, this] ms; 0 = at once. */
+  readonly discoverySpreadMs?: number;
   readonly slowStartMs?: number;
   readonly herdingGuard?: boolean;
-  readonly podZones?: readonly string[];
-  readonly clientZones?: readonly string[];
+  /** Pods per zone at the start (`pods.zones`). */
+  readonly podZones?: readonly number[];
+  /** Relative clients per zone (`clients.zones`). */
+  readonly clientZones?: readonly number[];
   readonly zoneRouting?: 'off' | 'on';
 }
 
@@ -80,6 +86,11 @@ export function applyKnobs(raw: unknown, knobs: ScenarioKnobs): unknown {
   if (k.nodes !== undefined) clients.nodes = k.nodes;
   if (k.hashKey !== undefined) clients.hashKey = k.hashKey;
   if (k.balancerScope !== undefined) clients.balancerScope = k.balancerScope;
+  if (k.balancers !== undefined) clients.balancers = k.balancers;
+  if (k.discoverySpreadMs !== undefined) {
+    if (k.discoverySpreadMs === 0) delete clients.discoveryLag;
+    else clients.discoveryLag = { type: 'uniform', minMs: 0, maxMs: k.discoverySpreadMs };
+  }
   if (k.slowStartMs !== undefined) clients.slowStartMs = k.slowStartMs;
   if (k.herdingGuard !== undefined) clients.herdingGuard = k.herdingGuard;
   if (k.podZones !== undefined) child(s, 'pods').zones = [...k.podZones];

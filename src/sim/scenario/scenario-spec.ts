@@ -77,8 +77,11 @@ const podsSpec = {
   readyDelayMs: opt.number({ min: 0, default: 2000 }),
   /** Service port of every pod. */
   port: opt.int({ min: 1, max: 65535, default: 8443 }),
-  /** Zones, cycled over pods in creation order (`[a, b, c]` over 11 pods: 4-4-3); unset = no zones. */
-  zones: listOf(opt.string({ nonEmpty: true }), { optional: true }),
+  /**
+   * Pods per zone at the start (`[4, 4, 3]`: zones a, b, c), summing to `count`; pods added
+   * later go to the zone with the fewest. Empty = no zones.
+   */
+  zones: listOf(opt.int({ min: 0 })),
 };
 
 const clientsSpec = {
@@ -103,12 +106,22 @@ const clientsSpec = {
   maxIdleConnsPerHost: opt.int({ min: 0, default: 25 }),
   /** evenlb: one Balancer per client (BalancedAgent) or one shared by all (a proxy replica). */
   balancerScope: opt.oneOf(['client', 'shared'], { default: 'client' }),
+  /**
+   * evenlb: M independent balancers (client or proxy replicas), each with its own `Balancer`
+   * and load view; client i sends through balancer i mod M. Unset: `balancerScope` decides.
+   */
+  balancers: opt.int({ min: 1, max: 1_000_000, optional: true }),
+  /**
+   * evenlb: how late each balancer learns of each endpoint change (a watch delay, a DNS TTL, a
+   * file sync), drawn per balancer and change; unset = at once.
+   */
+  discoveryLag: distributionField({ optional: true }),
+  /** Relative number of clients per zone (`[50, 30, 20]`), one entry per pod zone. Empty = even. */
+  zones: listOf(opt.number({ min: 0 })),
   /** evenlb: slow-start window for newly ready pods, ms; 0 = off. */
   slowStartMs: opt.number({ min: 0, default: 0 }),
   /** evenlb: the herding guard of least-request / peak-ewma (on by default, as in the library). */
   herdingGuard: opt.boolean({ default: true }),
-  /** Zones, cycled over clients (`[a, a, a, a, a, b, b, b, c, c]`: 50/30/20); unset = no zones. */
-  zones: listOf(opt.string({ nonEmpty: true }), { optional: true }),
   /** evenlb: load-aware zone routing for clients with a zone; default off. */
   zoneRouting: opt.oneOf(['off', 'on'], { default: 'off' }),
   /** evenlb: zone routing's load band (fraction over the fleet before spilling); default the library's. */
@@ -183,6 +196,18 @@ export function parseScenario(raw: unknown, source: string): Scenario {
   }
   if (Math.ceil(clientCount / s.clients.nodes) > 65_000) {
     fail(component, 'clients.count', `at most 65000 per node (${s.clients.nodes} nodes)`, clientCount);
+  }
+  checkDistribution(s.clients.discoveryLag, 'clients.discoveryLag', component);
+  const podZones = s.pods.zones ?? [];
+  if (podZones.length > 0 && podZones.reduce((a, b) => a + b, 0) !== s.pods.count) {
+    fail(component, 'pods.zones', `pods per zone summing to pods.count (${s.pods.count})`, podZones);
+  }
+  const clientZones = s.clients.zones ?? [];
+  if (clientZones.length > 0 && clientZones.length !== podZones.length) {
+    fail(component, 'clients.zones', `one weight per pod zone (${podZones.length})`, clientZones);
+  }
+  if (clientZones.length > 0 && !clientZones.some((w) => w > 0)) {
+    fail(component, 'clients.zones', 'at least one weight > 0', clientZones);
   }
   // As Kubernetes validates a Deployment: maxSurge and maxUnavailable may not both be 0 (or 0%).
   const isZero = (v: number | string) => v === 0 || (typeof v === 'string' && Number.parseFloat(v) === 0);

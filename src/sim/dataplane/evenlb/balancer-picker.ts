@@ -2,39 +2,54 @@
  * evenlb in the simulator: the production `Balancer` with a registered policy, on the virtual
  * clock, fed the same signals as in a real client — `EndpointLoad.start()` when a request is
  * sent and `end()` when its response arrives, so in-flight counts and the peak-EWMA latency
- * follow the simulated pods. One balancer per client (each process runs its own
- * BalancedAgent) or one shared by all clients (a proxy replica), as the scenario says. The
- * pick context is reused per client, so a pick allocates nothing. Slow start, the herding
- * guard and zone routing come from the scenario's `clients` (a client's zone from
- * `clients.zones`; zone routing needs per-client balancers).
+ * follow the simulated pods. Slow start, the herding guard and zone routing come from the
+ * scenario's `clients`, as a client's cluster settings would give them.
+ *
+ * A fleet of M balancers: one per client (each process runs its own BalancedAgent), one shared
+ * by all (a proxy replica), or `clients.balancers` = M replicas with client i behind replica
+ * i mod M. Each has its own load view, and with `clients.discoveryLag` each learns of every
+ * endpoint change after its own delay (see `DiscoveryLag`), so replicas act on different
+ * endpoint sets for a while — a request picked from a stale set may reach a pod already gone
+ * (it fails, as a refused connection would). Zone routing knows a balancer's zone only when
+ * it serves one client (one balancer per client): a replica serving clients of several zones
+ * routes without a zone. The pick context is reused per client, so a pick allocates nothing.
  */
 import { Balancer } from '../../../balancing/balancer.js';
 import type { PickContext } from '../../../balancing/picker.js';
 import type { SimClient } from '../../model/sim-client.js';
 import type { SimPod } from '../../model/sim-pod.js';
 import type { SimulationContext } from '../../model/simulation-context.js';
+import { zoneName } from '../../model/zones.js';
 import type { RequestPicker } from '../per-request-router.js';
+import { DiscoveryLag } from './discovery-lag.js';
+
+/** How many balancers a scenario runs, and which one serves client `i` (`i % count`). */
+export function balancerCount(ctx: SimulationContext, kind: 'load' | 'hash'): number {
+  const c = ctx.scenario.clients;
+  if (c.balancers !== undefined) return Math.min(c.balancers, ctx.clients.length);
+  // A hash policy's pick depends only on the request key and the endpoint set (it reads no
+  // load signal and draws no random number when given a key), so every client's balancer
+  // would build the same table: one shared balancer picks identically at 1/N of the cost.
+  return c.balancerScope === 'shared' || kind === 'hash' ? 1 : ctx.clients.length;
+}
 
 export class BalancerPicker implements RequestPicker {
   readonly #ctx: SimulationContext;
   readonly #balancers: Balancer[] = [];
   readonly #pickContexts: PickContext[];
-  readonly #shared: boolean;
+  readonly #lag: DiscoveryLag | undefined;
   /** Draw a fresh random key per request (hash policies keyed by request); load policies ignore keys. */
   readonly #requestKeys: boolean;
 
   constructor(ctx: SimulationContext, policy: string, kind: 'load' | 'hash') {
     this.#ctx = ctx;
-    // A hash policy's pick depends only on the request key and the endpoint set (it reads no
-    // load signal and draws no random number when given a key), so every client's balancer
-    // would build the same table: one shared balancer picks identically at 1/N of the cost.
-    this.#shared = ctx.scenario.clients.balancerScope === 'shared' || kind === 'hash';
     this.#requestKeys = kind === 'hash' && ctx.scenario.clients.hashKey === 'request';
-    const count = this.#shared ? 1 : ctx.clients.length;
+    const count = balancerCount(ctx, kind);
     const c = ctx.scenario.clients;
-    const zones = c.zones ?? [];
+    const perClient = count === ctx.clients.length;
     for (let i = 0; i < count; i++) {
-      const zone = zones.length === 0 || this.#shared ? undefined : zones[i % zones.length];
+      const clientZone = perClient ? (ctx.clients[i] as SimClient).zone : -1;
+      const zone = clientZone < 0 ? undefined : zoneName(clientZone);
       this.#balancers.push(
         new Balancer({
           policy,
@@ -51,23 +66,30 @@ export class BalancerPicker implements RequestPicker {
       );
     }
     this.#pickContexts = ctx.clients.map((c) => ({ hash: c.addressHash }));
+    const lag = ctx.scenario.clients.discoveryLag;
+    this.#lag = lag === undefined ? undefined : new DiscoveryLag(ctx, this.#balancers, lag);
   }
 
   update(): void {
     const set = this.#ctx.endpointSet();
-    for (const b of this.#balancers) b.update(set);
+    if (this.#lag !== undefined) this.#lag.publish(set);
+    else for (const b of this.#balancers) b.update(set);
   }
 
   pick(client: SimClient, slot: number): SimPod | undefined {
-    const balancer = this.#balancers[this.#shared ? 0 : client.index] as Balancer;
+    const balancers = this.#balancers;
+    const balancer = balancers[balancers.length === 1 ? 0 : client.index % balancers.length] as Balancer;
     const context = this.#pickContexts[client.index] as PickContext;
     if (this.#requestKeys) context.hash = (this.#ctx.streams.requestKeys.next() * 4294967296) >>> 0;
     const picked = balancer.picker.pick(context);
     if (picked.type === 'none') return undefined;
+    const pod = this.#ctx.podOf(picked.endpoint);
+    // Only a stale view can hold a pod that is gone: the dial is refused.
+    if (pod === undefined || pod.state === 'gone') return undefined;
     const requests = this.#ctx.requests;
     requests.load[slot] = picked.load;
     requests.loadStartMs[slot] = picked.load.start();
-    return this.#ctx.podOf(picked.endpoint);
+    return pod;
   }
 
   done(slot: number): void {
