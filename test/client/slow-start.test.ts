@@ -39,7 +39,7 @@ describe('slow start (real sockets)', () => {
     let sent = 0;
     let midRampWeight = 0;
     const worker = async () => {
-      while (performance.now() < stopAt && sent < 50_000) {
+      while (performance.now() < stopAt && sent < 400_000) {
         sent++;
         const body = await get();
         const s = Math.floor((performance.now() - readyAt) / 1000);

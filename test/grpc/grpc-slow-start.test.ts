@@ -87,7 +87,7 @@ describe('slow start through the evenlb grpc-js policy', () => {
     let sent = 0;
     const failures: string[] = [];
     const worker = async () => {
-      while (performance.now() < stopAt && sent < 50_000) {
+      while (performance.now() < stopAt && sent < 400_000) {
         sent++;
         const r = await call(client);
         if (!r.ok) {

@@ -45,6 +45,7 @@ beforeAll(async () => {
     admin: { address: '127.0.0.1:0' },
     listeners: [
       { name: 'refused', address: '127.0.0.1:0' },
+      { name: 'refused-lr', address: '127.0.0.1:0' },
       { name: 'outlier', address: '127.0.0.1:0' },
     ],
     clusters: [
@@ -52,6 +53,14 @@ beforeAll(async () => {
         name: 'refused',
         target: `static:///${[...good.map((b) => b.key), refusedKey].join(',')}`,
         policy: 'round-robin',
+      },
+      {
+        // least-request with no ejection: after a refused connect the failed endpoint is as
+        // idle as any, so only the retry's exclusion keeps it from being picked again.
+        name: 'refused-lr',
+        target: `static:///${[...good.map((b) => b.key), refusedKey].join(',')}`,
+        policy: 'least-request',
+        outlierDetection: { consecutiveFailures: 100_000 },
       },
       {
         name: 'outlier',
@@ -63,6 +72,7 @@ beforeAll(async () => {
     ],
     routes: [
       { hosts: ['refused.test'], cluster: 'refused' },
+      { hosts: ['refused-lr.test'], cluster: 'refused-lr' },
       { hosts: ['outlier.test'], cluster: 'outlier' },
       { hosts: ['slow.test'], cluster: 'slow' },
     ],
@@ -84,6 +94,15 @@ describe('upstream failures', () => {
     agent.destroy();
     expect(statuses.filter((s) => s !== 200)).toEqual([]);
     expect(good.every((b) => b.hits > 0)).toBe(true);
+  });
+
+  it('a retried connect failure never goes back to the endpoint that refused (least-request, regression)', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const statuses: number[] = [];
+    for (let i = 0; i < 150; i++)
+      statuses.push(await get(proxy.listenerPort('refused-lr') as number, agent, 'refused-lr.test'));
+    agent.destroy();
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
   });
 
   it('ejects an endpoint that keeps failing and counts the ejection', async () => {

@@ -141,6 +141,8 @@ export class Http1Downstream implements ResponseSink {
   #connectRetried = false;
   #idempotentRetries = 0;
   #exclude: string | undefined;
+  /** The endpoint of the attempt ended last: a retry goes elsewhere even after its ticket ended. */
+  #lastEndpoint: string | undefined;
   readonly #onData = (chunk: Buffer): void => this.#read(chunk);
   readonly #onEnd = (): void => this.#peerEnded();
   readonly #onClose = (): void => this.#closed();
@@ -693,7 +695,7 @@ export class Http1Downstream implements ResponseSink {
   /** Sends the request again (another endpoint unless `sameAllowed`); false when there is none. */
   #retryElsewhere(sameAllowed = false): boolean {
     const cluster = this.#cluster as ProxyCluster;
-    const failed = this.#ticket?.endpoint.key;
+    const failed = this.#ticket?.endpoint.key ?? this.#lastEndpoint;
     this.#ticket = undefined;
     const candidates = cluster.balancer.picker.endpoints;
     const other = candidates.some((t) => t.endpoint.key !== failed);
@@ -710,6 +712,7 @@ export class Http1Downstream implements ResponseSink {
     const t = this.#ticket;
     if (t === undefined) return;
     this.#ticket = undefined;
+    this.#lastEndpoint = t.endpoint.key;
     t.end(outcome);
   }
 
