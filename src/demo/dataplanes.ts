@@ -89,18 +89,26 @@ export async function waitForListener(
 let peersFiles = 0;
 
 /**
+ * Writes a `file:///` endpoint list atomically (a temp file renamed over it), so a watcher never
+ * reads half a list.
+ */
+function endpointFileWriter(file: string): (endpoints: EndpointInput[]) => Promise<void> {
+  let version = 0;
+  return async (endpoints) => {
+    const tmp = `${file}.${++version}.tmp`;
+    await writeFile(tmp, `${JSON.stringify(endpoints, null, 2)}\n`);
+    await rename(tmp, file);
+  };
+}
+
+/**
  * Gives the pods of `dataplane` a watched `file:///` endpoint list of their own Service (the
  * fair-share recycler's peers), rewritten atomically on every endpoint change before the
  * dataplane's own publishing. `podArgs` come after the peers flag.
  */
 export function withPeersFile(dataplane: PhaseDataplane, dir: string, podArgs: readonly string[]): PhaseDataplane {
   const file = join(dir, `peers-${++peersFiles}.json`);
-  let version = 0;
-  const write = async (endpoints: EndpointInput[]): Promise<void> => {
-    const tmp = `${file}.${++version}.tmp`;
-    await writeFile(tmp, `${JSON.stringify(endpoints, null, 2)}\n`);
-    await rename(tmp, file);
-  };
+  const write = endpointFileWriter(file);
   return {
     ...dataplane,
     podArgs: [...(dataplane.podArgs ?? []), '--fair-share-peers', pathToFileURL(file).href, ...podArgs],
@@ -125,12 +133,7 @@ export function proxyDataplane(dir: string, clock: Clock): PhaseDataplane {
   const file = join(dir, 'endpoints.json');
   let proxy: DemoChild | undefined;
   let url = '';
-  let version = 0;
-  const write = async (endpoints: EndpointInput[]): Promise<void> => {
-    const tmp = `${file}.${++version}.tmp`;
-    await writeFile(tmp, `${JSON.stringify(endpoints, null, 2)}\n`);
-    await rename(tmp, file);
-  };
+  const write = endpointFileWriter(file);
   return {
     description: 'clients (one connection each) → evenlb proxy (child process, file:/// upstream) → pods',
     async start(endpoints) {
