@@ -69,6 +69,15 @@ export function buildScenario(input: ScenarioInput): ScenarioShape {
     warmupMs = 5_000 + pods * 2_000;
     assumptions.push('a rolling update (maxSurge 1, maxUnavailable 0, 2 s to Ready), measured after it');
   }
+  const zones = zoneShape(input, pods);
+  if (zones !== undefined) {
+    const listed = f.zones.map(
+      (z, i) => `${z.zone} ${zones.pods[i]} pods, ${Math.round((zones.traffic[i] as number) * 100)}% of requests`,
+    );
+    assumptions.push(
+      `zones as observed (${listed.join('; ')}): clients sit in their zone in proportion to the zone's load; the simulated dataplanes route without regard to zones`,
+    );
+  }
   const runSeconds = (WINDOW_MS + warmupMs) / 1000;
   const scale = Math.min(1, REQUESTS_PER_TRIAL / (totalRps * runSeconds));
   if (scale < 1) {
@@ -88,11 +97,13 @@ export function buildScenario(input: ScenarioInput): ScenarioShape {
       workers: WORKERS,
       serviceTime: { type: 'exponential', meanMs: round3(serviceTimeMs) },
       readyDelayMs: 2000,
+      ...(zones === undefined ? {} : { zones: zones.pods }),
     },
     clients: {
       connections,
       ...(clients === undefined ? {} : { count: clients }),
       arrival: { type: 'poisson', ratePerSecond: Math.max(1e-6, round3(perConnection)) },
+      ...(zones === undefined ? {} : { zones: zones.traffic }),
       ...((patch.clients as Record<string, unknown> | undefined) ?? {}),
     },
     server: { ...((patch.server as Record<string, unknown> | undefined) ?? {}) },
@@ -100,4 +111,21 @@ export function buildScenario(input: ScenarioInput): ScenarioShape {
     measure: { from, windowMs: WINDOW_MS },
   });
   return { raw, connections, assumptions };
+}
+
+/**
+ * For a zone skew, the observed zones: pods per zone and each zone's share of the requests
+ * (its pods × their mean load), so the simulator places clients where the traffic comes from
+ * and reports how much of it a zone-unaware cure sends across zones. Undefined when some ready
+ * pod has no zone or there are fewer than two zones.
+ */
+function zoneShape(input: ScenarioInput, pods: number): { pods: number[]; traffic: number[] } | undefined {
+  const zones = input.figures.zones;
+  if (input.cause !== 'zone-skew' || zones.length < 2) return undefined;
+  const counts = zones.map((z) => z.pods);
+  if (counts.reduce((a, b) => a + b, 0) !== pods) return undefined;
+  const weights = zones.map((z) => z.pods * z.overMean);
+  const total = weights.reduce((a, b) => a + b, 0);
+  if (!(total > 0)) return undefined;
+  return { pods: counts, traffic: weights.map((w) => round3(w / total)) };
 }

@@ -83,6 +83,7 @@ export function formatDoctorReport(r: DoctorReport): string {
     const rows = [p.asIs, ...p.cures].map((c) => cureRow(c, p.chosen));
     out.push(...table(['cure', 'max/mean', 'reconnects/min', 'applies'], rows).map((l) => `  ${l}`));
     out.push('');
+    if (p.asIs.note !== undefined) out.push(`  ${p.asIs.title}: ${p.asIs.note}`);
     for (const c of p.cures) {
       out.push(`  ${c.id === p.chosen ? '*' : '-'} ${c.title}: ${c.settings}`);
       if (c.note !== undefined) out.push(`      ${c.note}`);

@@ -38,6 +38,8 @@ export interface Prediction {
   readonly reconnectsPerMinute: number;
   /** `simulator` when the sim summary reports it, `computed` from connections opened and run length. */
   readonly reconnectsFrom: 'simulator' | 'computed';
+  /** Fraction of requests served in another zone than the client's; null when the scenario has no zones. */
+  readonly crossZone: number | null;
 }
 
 export interface SimulationRef {
@@ -101,6 +103,7 @@ export function predict(sim: SimulationRef, initialConnections: number): Predict
     jain: r.jain,
     reconnectsPerMinute: fromSim ?? reconnects(r, report, initialConnections),
     reconnectsFrom: fromSim === undefined ? 'computed' : 'simulator',
+    crossZone: r.crossZone,
   };
 }
 
@@ -121,23 +124,37 @@ export function prescribe(input: PrescribeInput): Prescription | null {
     settings: string,
     ref: SimulationRef | null,
     applicable: boolean,
-    note?: string,
-  ): CureAdvice => ({
-    id,
-    title,
-    applicable,
-    note,
-    settings,
-    predicted: ref === null ? null : predict(ref, shape.connections),
-    simulation: ref,
-  });
+    note?: string | ((predicted: Prediction | null) => string | undefined),
+  ): CureAdvice => {
+    const predicted = ref === null ? null : predict(ref, shape.connections);
+    return {
+      id,
+      title,
+      applicable,
+      note: typeof note === 'function' ? note(predicted) : note,
+      settings,
+      predicted,
+      simulation: ref,
+    };
+  };
   const svc = `${input.name}.${input.namespace}`;
   const cause = input.cause;
   const webhook = cause === 'apiserver-webhook-pool';
   const hashed = cause === 'client-address-hashing';
   const zonal = cause === 'zone-skew';
   const callerNote = webhook ? 'the caller is kube-apiserver, not your code' : undefined;
-  const zoneNote = zonal ? 'the simulator has no zones: the figure assumes clients may reach every zone' : undefined;
+  const crossPercent = (p: Prediction | null): number | undefined =>
+    p?.crossZone === null || p?.crossZone === undefined ? undefined : Math.round(p.crossZone * 100);
+  const crossing = (p: Prediction | null): string => {
+    const pct = crossPercent(p);
+    return pct === undefined
+      ? 'the figure assumes clients may reach every zone'
+      : `balanced by crossing zones: ${pct}% of requests served in another zone than the client's`;
+  };
+  const zoneNote = zonal
+    ? (p: Prediction | null): string =>
+        `${crossing(p)}; to keep traffic in zone, spread pods to match each zone's traffic (topology spread constraints) instead`
+    : undefined;
   const recycleNote = hashed
     ? 'a reconnect from the same client address hashes to the same pod: recycling does not move load'
     : zonal
@@ -211,7 +228,17 @@ export function prescribe(input: PrescribeInput): Prescription | null {
     if ((candidate.predicted?.maxOverMean ?? Number.POSITIVE_INFINITY) <= input.target) break;
   }
   if (age !== undefined) cures.push(age);
-  const asIs = run('as-is', 'as it is (simulated)', `${input.dataplane}, no cure`, sim(input.dataplane), true);
+  const asIs = run(
+    'as-is',
+    'as it is (simulated)',
+    `${input.dataplane}, no cure`,
+    sim(input.dataplane),
+    true,
+    zonal
+      ? (p) =>
+          `kube-proxy is simulated without topology-aware routing, so this figure does not show the zone skew${crossPercent(p) === undefined ? '' : ` (${crossPercent(p)}% of its requests cross zones)`}`
+      : undefined,
+  );
   return { target: input.target, assumptions: shape.assumptions, asIs, cures, chosen: choose(cures, input.target) };
 }
 
