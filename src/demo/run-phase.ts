@@ -70,7 +70,7 @@ const WARMUP_MS = 500;
 const SETTLE_MS = 300;
 const IDLE_MS = 300;
 const POD_GRACE_MS = 500;
-/** Requests each pod sends itself before it is listed (its JIT warm-up; see pod-main). */
+/** Requests the initial and scale-out pods send themselves before they are listed (JIT warm-up; see pod-main). */
 const POD_WARM_UP_REQUESTS = 300;
 /** Timeline, as fractions of the phase: a long steady window first, so that max/mean is measured on enough requests. */
 const SCALE_OUT_AT = 0.4;
@@ -119,8 +119,9 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
         role,
         args: [
           ...(dataplane.podArgs ?? []),
-          '--warm-up-requests',
-          String(POD_WARM_UP_REQUESTS),
+          // Pods started before the clients warm up; a replacement's start is on the rolling
+          // restart's clock (and its share is not measured).
+          ...(role === 'replacement' ? [] : ['--warm-up-requests', String(POD_WARM_UP_REQUESTS)]),
           '--seed',
           String((cfg.seed + podCounter) >>> 0),
         ],
