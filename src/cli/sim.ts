@@ -25,7 +25,8 @@ import {
   type SimReport,
 } from '../sim/index.js';
 import { formatTable } from '../sim/report/format-table.js';
-import { renderHtml } from '../sim/report/render-html.js';
+import { recyclingCurve } from '../sim/report/recycling-curve.js';
+import { type HtmlExtras, renderHtml } from '../sim/report/render-html.js';
 import { formatReportJson } from '../sim/report/report-json.js';
 
 /** Where the command writes; tests pass their own. */
@@ -142,6 +143,7 @@ interface SimFlags {
   json?: boolean;
   jsonSeries?: boolean;
   html?: string;
+  recyclingCurve?: string | true;
   list?: boolean;
   progress: boolean;
 }
@@ -341,6 +343,10 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
     .option('--client-zones <list>', 'relative clients per zone, one per pod zone, e.g. 50,30,20', numberList(false))
     .addOption(new Option('--zone-routing <mode>', 'evenlb: load-aware zone routing').choices(['off', 'on']))
     .option('--html <file>', 'also write a self-contained HTML report with charts')
+    .option(
+      '--recycling-curve [dataplane]',
+      'with --html: add the balance-vs-reconnects curve of server-side recycling (ages 60s…1s, fair-share tolerances 0.05…0.3) through a per-connection dataplane (default iptables); runs the scenario 12 more times',
+    )
     .option('--list', 'list scenarios and dataplanes')
     .option('--no-progress', 'no progress bar on stderr')
     .action((flags: SimFlags, command: Command) => {
@@ -353,17 +359,21 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
       if ((flags.scenario === undefined) === (flags.scenarioFile === undefined)) {
         usage(`choose one of --scenario <name> (${scenarioNames.join(', ')}) or --scenario-file <file>`);
       }
+      if (flags.recyclingCurve !== undefined && flags.html === undefined) {
+        usage('--recycling-curve draws into the HTML report: give --html <file> too');
+      }
       let scenario: ReturnType<typeof parseScenario>;
       let dataplanes: ReturnType<typeof resolveDataplanes>;
+      const builtin = flags.scenario === undefined ? undefined : findBuiltinScenario(flags.scenario);
+      const buildScenario = (knobs: ScenarioKnobs): ReturnType<typeof parseScenario> =>
+        builtin !== undefined
+          ? parseBuiltinScenario(builtin, knobs, JSON.stringify(builtin.name))
+          : parseScenario(
+              applyKnobs(loadScenarioFile(flags.scenarioFile as string), knobs),
+              flags.scenarioFile as string,
+            );
       try {
-        const builtin = flags.scenario === undefined ? undefined : findBuiltinScenario(flags.scenario);
-        scenario =
-          builtin !== undefined
-            ? parseBuiltinScenario(builtin, knobsFrom(flags), JSON.stringify(builtin.name))
-            : parseScenario(
-                applyKnobs(loadScenarioFile(flags.scenarioFile as string), knobsFrom(flags)),
-                flags.scenarioFile as string,
-              );
+        scenario = buildScenario(knobsFrom(flags));
         const names = flags.dataplanes ?? scenario.dataplanes ?? listDataplanes().map((d) => d.name);
         dataplanes = resolveDataplanes(expandDataplanes(names));
       } catch (err) {
@@ -391,7 +401,28 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
         io.stdout.write(formatTable(report));
       }
       if (flags.html !== undefined) {
-        writeFileSync(flags.html, renderHtml(report));
+        let extras: HtmlExtras = {};
+        if (flags.recyclingCurve !== undefined) {
+          const dataplane = flags.recyclingCurve === true ? 'iptables' : flags.recyclingCurve;
+          const { serverMaxConnectionAgeMs: _age, serverFairShareTolerance: _fair, ...base } = knobsFrom(flags);
+          try {
+            const curveDataplanes = resolveDataplanes([dataplane]);
+            extras = {
+              recyclingCurve: recyclingCurve(
+                (knobs) =>
+                  runScenario({
+                    scenario: buildScenario({ ...base, ...knobs }),
+                    dataplanes: curveDataplanes,
+                    seed: flags.seed,
+                  }),
+                dataplane,
+              ),
+            };
+          } catch (err) {
+            return usage(err instanceof Error ? err.message : String(err));
+          }
+        }
+        writeFileSync(flags.html, renderHtml(report, extras));
         io.stderr.write(`wrote ${flags.html}\n`);
       }
     });

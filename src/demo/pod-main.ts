@@ -10,21 +10,31 @@
  * peers from that endpoint list (the demo's file:///), serves its load on the same port, and
  * closes connections only while it carries more than its share.
  *
+ * With `--warm-up-requests N` the pod sends itself N requests over one connection before it
+ * reports `listening` (so before the demo lists it), as services with a JIT warm up before their
+ * readiness probe passes: on a busy machine a cold Node process answers its first few hundred
+ * requests slowly, and clients that send one request at a time then give it fewer requests
+ * whatever the balancing does. Warm-up requests are not counted.
+ *
  * Usage (spawned by the demo): `node pod.js --name pod-1 --address 127.0.1.1 [--port 0]
  *   [--recycle-max-requests N] [--recycle-max-age-ms MS] [--recycle-grace-ms MS]
  *   [--fair-share-peers URI [--fair-share-tolerance F] [--fair-share-period-ms MS] [--fair-share-window-ms MS]
- *    [--fair-share-warmup-ms MS] [--fair-share-cooldown-ms MS] [--fair-share-max-shed-fraction F]]
- *   [--seed N] --evenlb-demo RUN`
+ *    [--fair-share-warmup-ms MS] [--fair-share-cooldown-ms MS] [--fair-share-max-shed-fraction F]
+ *    [--fair-share-peers-per-period N] [--fair-share-peer-ttl-ms MS] [--fair-share-load-metric M]]
+ *   [--warm-up-requests N] [--seed N] --evenlb-demo RUN`
  */
-import { createServer } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseArgs } from 'node:util';
+import type { FairShareLoadMetric } from '../balancing/fair-share/fair-share-options.js';
 import { systemClock } from '../core/clock.js';
 import { SeededRandom } from '../core/random.js';
 import { recycleConnections } from '../server/recycle-connections.js';
 import { listenToParent, sendToParent } from './child-channel.js';
 
 const STATS_INTERVAL_MS = 100;
+/** Marks the pod's own warm-up requests (answered, not counted). */
+const WARM_UP_HEADER = 'x-evenlb-demo-warm-up';
 
 const optional = <K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> =>
   value === undefined ? {} : ({ [key]: value } as Record<K, number>);
@@ -45,6 +55,10 @@ async function main(): Promise<void> {
       'fair-share-warmup-ms': { type: 'string' },
       'fair-share-cooldown-ms': { type: 'string' },
       'fair-share-max-shed-fraction': { type: 'string' },
+      'fair-share-peers-per-period': { type: 'string' },
+      'fair-share-peer-ttl-ms': { type: 'string' },
+      'fair-share-load-metric': { type: 'string' },
+      'warm-up-requests': { type: 'string', default: '0' },
       seed: { type: 'string' },
       'evenlb-demo': { type: 'string' },
     },
@@ -61,6 +75,11 @@ async function main(): Promise<void> {
   // questions (answered by the recycler, never seen here) are not clients.
   const counted = new WeakSet<Socket>();
   const server = createServer((req, res) => {
+    if (req.headers[WARM_UP_HEADER] !== undefined) {
+      req.resume();
+      res.end('warm\n');
+      return;
+    }
     requests++;
     if (!counted.has(req.socket)) {
       counted.add(req.socket);
@@ -107,6 +126,11 @@ async function main(): Promise<void> {
               ...optional('warmupMs', num(values['fair-share-warmup-ms'])),
               ...optional('cooldownMs', num(values['fair-share-cooldown-ms'])),
               ...optional('maxShedFraction', num(values['fair-share-max-shed-fraction'])),
+              ...optional('peersPerPeriod', num(values['fair-share-peers-per-period'])),
+              ...optional('peerTtlMs', num(values['fair-share-peer-ttl-ms'])),
+              ...(values['fair-share-load-metric'] === undefined
+                ? {}
+                : { loadMetric: values['fair-share-load-metric'] as FairShareLoadMetric }),
             },
           }),
     });
@@ -138,12 +162,39 @@ async function main(): Promise<void> {
 
   server.listen({ host: address, port: Number(values.port) }, () => {
     const port = (server.address() as AddressInfo).port;
-    sendToParent({ type: 'listening', address, port, pid: process.pid });
+    warmUp(address, port, Number(values['warm-up-requests'])).then(
+      () => sendToParent({ type: 'listening', address, port, pid: process.pid }),
+      (err: unknown) => {
+        sendToParent({ type: 'error', message: `warm-up failed: ${err instanceof Error ? err.message : String(err)}` });
+        process.exit(1);
+      },
+    );
   });
   server.on('error', (err) => {
     sendToParent({ type: 'error', message: err.message });
     process.exit(1);
   });
+}
+
+/** Sends `count` requests to this pod over one keep-alive connection, one after another. */
+async function warmUp(address: string, port: number, count: number): Promise<void> {
+  if (!(count > 0)) return;
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    for (let i = 0; i < count; i++) {
+      await new Promise<void>((resolve, reject) => {
+        const req = request({ host: address, port, path: '/', agent, headers: { [WARM_UP_HEADER]: '1' } }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    }
+  } finally {
+    agent.destroy();
+  }
 }
 
 main().catch((err: unknown) => {

@@ -38,21 +38,27 @@ const RECYCLE_ARGS = ['--recycle-max-requests', '100', '--recycle-max-age-ms', '
 
 /**
  * Fair-share settings for the recycler phase's pods, scaled to a phase of seconds (production
- * defaults are a 1 s period over a 2 s window): decide every 200 ms on the load of the last
- * 600 ms, warm up for 600 ms, wait 400 ms after shedding, shed up to half the connections per
- * decision; the default 10% tolerance; a 60 s age limit behind it as a ceiling.
+ * defaults decide every second on a 2 s window; the demo's new pod has about two seconds to
+ * fill): decide every 100 ms (jittered) on the requests per second of the last 300 ms, ask all
+ * 4 peers each period (answers older than 200 ms no longer count), wait 100 ms after shedding,
+ * warm up for 600 ms after being listed, shed up to half the connections per decision; the
+ * default 10% tolerance; a 60 s age limit behind it as a ceiling.
  */
 const FAIR_SHARE_ARGS = [
   '--fair-share-period-ms',
-  '200',
+  '100',
   '--fair-share-window-ms',
-  '600',
+  '300',
   '--fair-share-warmup-ms',
   '600',
   '--fair-share-cooldown-ms',
-  '400',
+  '100',
   '--fair-share-max-shed-fraction',
   '0.5',
+  '--fair-share-peers-per-period',
+  '4',
+  '--fair-share-peer-ttl-ms',
+  '200',
   '--recycle-max-age-ms',
   '60000',
   '--recycle-grace-ms',

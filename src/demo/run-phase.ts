@@ -1,6 +1,6 @@
 /**
  * One phase of the demo on real processes: start the pods and the clients, let them run, scale
- * out by one pod, then replace every pod in turn (rolling restart: the new pod is listed, the old
+ * out by one pod (started with the others, listed only now), then replace every pod in turn (rolling restart: the new pod is listed, the old
  * one marked terminating, then removed and stopped once idle or after its slot), and stop
  * everything. Counters are sampled every 250 ms for the live line and the charts; request counts
  * are snapshotted at the timeline's marks to compute shares over exact windows.
@@ -70,6 +70,8 @@ const WARMUP_MS = 500;
 const SETTLE_MS = 300;
 const IDLE_MS = 300;
 const POD_GRACE_MS = 500;
+/** Requests the initial and scale-out pods send themselves before they are listed (JIT warm-up; see pod-main). */
+const POD_WARM_UP_REQUESTS = 300;
 /** Timeline, as fractions of the phase: a long steady window first, so that max/mean is measured on enough requests. */
 const SCALE_OUT_AT = 0.4;
 const RESTART_AT = 0.65;
@@ -115,7 +117,14 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
         name: `pod-${podCounter}`,
         address: cfg.podAddress(podCounter),
         role,
-        args: [...(dataplane.podArgs ?? []), '--seed', String((cfg.seed + podCounter) >>> 0)],
+        args: [
+          ...(dataplane.podArgs ?? []),
+          // Pods started before the clients warm up; a replacement's start is on the rolling
+          // restart's clock (and its share is not measured).
+          ...(role === 'replacement' ? [] : ['--warm-up-requests', String(POD_WARM_UP_REQUESTS)]),
+          '--seed',
+          String((cfg.seed + podCounter) >>> 0),
+        ],
       },
       cfg.runId,
       dataplane.spawner,
@@ -171,7 +180,14 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
   };
 
   try {
-    const initial = await Promise.all(Array.from({ length: cfg.pods }, () => startPod('initial')));
+    // The scale-out pod starts (and warms up) with the others but is listed only at the
+    // scale-out, as Kubernetes lists a pod once it is ready: its share then measures the
+    // balancing, not a process start on a busy machine.
+    const [initial, standby] = await Promise.all([
+      Promise.all(Array.from({ length: cfg.pods }, () => startPod('initial'))),
+      startPod('scale-out'),
+    ]);
+    pods.splice(0, pods.length, ...initial, standby);
     for (const p of initial) {
       service.add(p);
       alive.add(p.name);
@@ -225,7 +241,7 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
     const steadyTo = snapshot();
     const steadyToMs = phaseElapsed();
 
-    const newPod = await startPod('scale-out');
+    const newPod = standby;
     service.add(newPod);
     alive.add(newPod.name);
     await publish();

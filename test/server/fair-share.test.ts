@@ -5,6 +5,7 @@
  * pods even out without a failed request; a pod at the fair share closes nothing.
  */
 import http from 'node:http';
+import net from 'node:net';
 import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../src/core/random.js';
@@ -227,6 +228,28 @@ describe('recycleConnections({ fairShare })', () => {
       windowMs: 2000,
     });
     expect(p.requests).toBe(0);
+  });
+
+  it('regression: the connections metric counts only connections that carried a request (not load questions, not idle sockets)', async () => {
+    const [pod] = await startPods(['127.0.0.32']);
+    const p = pod as Pod;
+    p.recycler = recycleConnections(p.server, {
+      fairShare: { peers: `static:///127.0.0.32:${p.port}`, self: p.address, loadMetric: 'connections' },
+    });
+    const r = p.recycler;
+    cleanups.push(() => r.close());
+    const url = `http://127.0.0.32:${p.port}`;
+    const clients = [new Client(url), new Client(url)];
+    cleanups.push(() => Promise.all(clients.map((c) => c.close())).then(() => undefined));
+    for (const c of clients) await (await c.request({ path: '/', method: 'GET' })).body.text();
+    // A socket that never sends a request, and the load question's own connection.
+    const idle = net.connect(p.port, '127.0.0.32');
+    cleanups.push(() => void idle.destroy());
+    await new Promise((resolve) => idle.once('connect', resolve));
+    await waitFor(() => r.stats().open >= 3, 5000, 'three open sockets');
+    const res = await fetch(`${url}/.well-known/evenlb/load`);
+    expect(await res.json()).toMatchObject({ metric: 'connections', load: 2 });
+    expect(p.requests).toBe(2);
   });
 
   it('requires loadPort on an HTTP/2 server', async () => {

@@ -30,9 +30,36 @@ describe('FairShareDecider', () => {
     // 25% of 6 connections = 1 per period.
     expect(d.type === 'shed' && d.connections).toEqual([0]);
     const big = new FairShareDecider(parseFairShareDecision('test', { maxShedFraction: 1 }), -1e9);
-    const all = big.decide({ nowMs: 0, ownLoad: 300, peerLoads: [150, 100, 50], connectionLoads: [10, 80, 60, 50] });
-    // excess 150: 80 (left 70), 60 (left 10), 50 ≥ 2×10 skipped, 10 < 20 taken.
-    expect(all.type === 'shed' && all.connections).toEqual([1, 2, 0]);
+    // No peer below the mean by more than the tolerance (mean 325, floor 292.5): excess 75.
+    const all = big.decide({ nowMs: 0, ownLoad: 400, peerLoads: [300, 300, 300], connectionLoads: [10, 60, 50, 40] });
+    // 60 (left 15), 50 ≥ 2×15 skipped, 40 skipped, 10 < 30 taken.
+    expect(all.type === 'shed' && all.connections).toEqual([1, 0]);
+  });
+
+  it('fills a peer far below the mean: sheds above the mean within tolerance, up to twice the excess', () => {
+    const d = new FairShareDecider(parseFairShareDecision('test', { maxShedFraction: 1 }), -1e9);
+    // 5 + 5 + 5 + 5 + 0 connections of 1: mean 4, own share 1.25, a peer at 0.
+    const filled = d.decide({ nowMs: 0, ownLoad: 5, peerLoads: [5, 5, 5, 0], connectionLoads: [1, 1, 1, 1, 1] });
+    // Twice the excess: 5 → 3, as far below the mean as it was above, no farther.
+    expect(filled).toMatchObject({ type: 'shed', connections: [0, 1] });
+    // Within tolerance (share 1.05 < 1.1) but a peer far below (2 < 0.9 × 4.2): still sheds; 5 → 4.
+    const near = new FairShareDecider(parseFairShareDecision('test', { maxShedFraction: 1 }), -1e9);
+    const d2 = near.decide({ nowMs: 0, ownLoad: 5, peerLoads: [5, 5, 4, 2], connectionLoads: [1, 1, 1, 1, 1] });
+    expect(d2).toMatchObject({ type: 'shed', connections: [0] });
+  });
+
+  it('does not fill from at or below the mean, nor when the excess is less than half a connection', () => {
+    const d = ready();
+    // At the mean with a peer far below: holds.
+    expect(d.decide({ nowMs: 0, ownLoad: 4, peerLoads: [4, 6, 2], connectionLoads: [1, 1, 1, 1] })).toMatchObject({
+      type: 'hold',
+      reason: 'within-share',
+    });
+    // Excess 0.2 of a connection: closing one would end farther from the mean.
+    expect(d.decide({ nowMs: 0, ownLoad: 4, peerLoads: [4, 4, 3.2], connectionLoads: [1, 1, 1, 1] })).toMatchObject({
+      type: 'hold',
+      reason: 'no-fit',
+    });
   });
 
   it('does not close a connection heavier than twice the excess (it would only move the imbalance)', () => {

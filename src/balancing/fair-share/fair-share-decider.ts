@@ -10,9 +10,16 @@
  * - Own load at or below the estimated fleet mean never sheds. Shedding starts above
  *   mean × (1 + tolerance) and, once started, goes on until own load ≤ mean × (1 + tolerance ×
  *   stopFraction) (hysteresis).
+ * - Filling: while a sampled peer is below mean × (1 − tolerance) (a pod just added, or one
+ *   that lost its connections), the fleet is not balanced even if nobody is above mean +
+ *   tolerance: a pod above the mean sheds too. A re-dialled connection lands on a random pod,
+ *   so only a few of the closed ones reach the pod below; a filling pod therefore may close up
+ *   to twice its excess, ending at most as far below the mean as it was above (never farther
+ *   from the mean than before; what it sheds mostly comes back to it and its peers).
  * - The heaviest connections go first, but only one whose load is below twice the remaining
- *   excess (closing it brings the pod closer to the mean rather than past it); at most
- *   `maxShedFraction` of the connections per period (the churn budget; at least one).
+ *   excess (closing it brings the pod closer to the mean rather than past it; when filling, the
+ *   total closed stays within twice the excess); at most `maxShedFraction` of the connections
+ *   per period (the churn budget; at least one).
  * - After shedding, `cooldownMs` passes before the next decision. Until the load window has
  *   moved past a shed (`windowMs`), the load of the connections it closed is taken off the
  *   pod's measured load, so a cooldown shorter than the window does not shed the same excess
@@ -99,9 +106,11 @@ export class FairShareDecider {
     const stop = 1 + o.tolerance * o.stopFraction;
     if (share <= 1 || share <= stop) this.#shedding = false;
     else if (share > start) this.#shedding = true;
-    if (!this.#shedding) return hold('within-share', mean, share);
+    const floor = mean * (1 - o.tolerance);
+    const filling = share > 1 && input.peerLoads.some((l) => l < floor);
+    if (!this.#shedding && !filling) return hold('within-share', mean, share);
 
-    const picked = pickConnections(input.connectionLoads, ownLoad - mean, o.maxShedFraction);
+    const picked = pickConnections(input.connectionLoads, ownLoad - mean, o.maxShedFraction, filling);
     if (picked.length === 0) return hold('no-fit', mean, share);
     this.#cooldownUntilMs = input.nowMs + o.cooldownMs;
     let shedLoad = 0;
@@ -116,18 +125,20 @@ function hold(reason: FairShareHoldReason, meanLoad: number | undefined, share: 
 }
 
 /**
- * Heaviest first, each only while it brings the pod closer to the mean (load < 2 × remaining
- * excess), at most `maxFraction` of the connections (at least one).
+ * Heaviest first, at most `maxFraction` of the connections (at least one). Normally each only
+ * while it brings the pod closer to the mean (load < 2 × remaining excess); when `filling`,
+ * while the total closed stays within twice the excess (the pod ends no farther from the mean).
  */
-function pickConnections(loads: readonly number[], excess: number, maxFraction: number): number[] {
+function pickConnections(loads: readonly number[], excess: number, maxFraction: number, filling: boolean): number[] {
   const budget = Math.max(1, Math.floor(maxFraction * loads.length));
   const order = loads.map((_, i) => i).sort((a, b) => (loads[b] as number) - (loads[a] as number) || a - b);
   const picked: number[] = [];
   let remaining = excess;
   for (const i of order) {
-    if (picked.length >= budget || remaining <= 0) break;
+    if (picked.length >= budget || (!filling && remaining <= 0)) break;
     const load = loads[i] as number;
-    if (load <= 0 || load >= 2 * remaining) continue;
+    if (load <= 0) continue;
+    if (filling ? load > remaining + excess : load >= 2 * remaining) continue;
     picked.push(i);
     remaining -= load;
   }

@@ -89,6 +89,7 @@ export class FairShareShedder {
   readonly #peerEndpoints = new Map<string, Endpoint>();
   #loadServer: http.Server | undefined;
   #timer: TimerHandle | undefined;
+  #unsubscribe: (() => void) | undefined;
   #closed = false;
   #listed = false;
   #lastWarnMs = Number.NEGATIVE_INFINITY;
@@ -102,6 +103,12 @@ export class FairShareShedder {
   #peerFailures = 0;
   #shed = 0;
   readonly #decisions: Record<string, number> = {};
+  /** Peers asked whose answer has not come yet (never asked twice at once). */
+  readonly #asking = new Set<string>();
+  /** Failed questions since the last decision, for its warning. */
+  readonly #failures: string[] = [];
+  /** How long a decision waits for this period's answers: half the period, at most the peer timeout. */
+  readonly #answerWaitMs: number;
 
   constructor(
     host: ShedderHost,
@@ -133,12 +140,16 @@ export class FairShareShedder {
     this.#addresses = selfAddresses(options.self);
     this.#logger = options.logger ?? discoveryLogger();
     this.#metrics = metrics;
+    this.#answerWaitMs = Math.min(options.peerTimeoutMs, decision.periodMs / 2);
     if (options.loadPort !== undefined) this.#serveOwnPort(options.loadPort, options.loadHost);
   }
 
   /** Starts the periodic decisions. */
   start(): void {
     this.#meter.sample(this.#clock.now(), this.#host.requestsTotal, this.#inFlight());
+    // A changed endpoint list (a pod added or gone) is news the fleet acts on: decide (and
+    // ask the new peers) at once rather than up to a period later.
+    this.#unsubscribe = this.#source.subscribe(() => this.#tickSoon());
     this.#schedule();
   }
 
@@ -179,6 +190,7 @@ export class FairShareShedder {
     if (this.#closed) return;
     this.#closed = true;
     this.#timer?.cancel();
+    this.#unsubscribe?.();
     const loadServer = this.#loadServer;
     await Promise.all([
       this.#exchange.close(),
@@ -190,6 +202,16 @@ export class FairShareShedder {
             loadServer.closeAllConnections();
           }),
     ]);
+  }
+
+  /** Brings the next decision forward to now, unless one is running. */
+  #tickSoon(): void {
+    if (this.#closed || this.#timer === undefined) return;
+    this.#timer.cancel();
+    this.#timer = this.#clock.setTimeout(() => {
+      this.#timer = undefined;
+      void this.#tick();
+    }, 0);
   }
 
   #schedule(): void {
@@ -209,12 +231,18 @@ export class FairShareShedder {
     return n;
   }
 
+  /**
+   * Own load now. For the `connections` metric a connection counts once it has carried an
+   * application request and while it is not retiring: sockets that only asked for the load
+   * document (peers, every period) or were never used are not clients, and a connection already
+   * shed is leaving.
+   */
   #ownLoad(): number {
     let inFlight = 0;
     let open = 0;
     for (const c of this.#host.connections()) {
       inFlight += c.inFlight;
-      open++;
+      if (c.requests > 0 && !c.closed && c.retiring === undefined) open++;
     }
     return this.#meter.load(this.#clock.now(), this.#host.requestsTotal, inFlight, open);
   }
@@ -241,21 +269,22 @@ export class FairShareShedder {
       );
       return;
     }
-    const asked = this.#table.pickPeers();
-    const answers = await Promise.all(
-      asked.map(async (key) => {
-        const e = this.#peerEndpoints.get(key) as Endpoint;
-        return { key, answer: await this.#exchange.ask(e.address, this.#settings.options.loadPort ?? e.port) };
+    const asked = this.#table.pickPeers().filter((key) => !this.#asking.has(key));
+    const answers = asked.map((key) => this.#ask(key));
+    // Wait for the answers only up to `answerWaitMs`: a slow or silent peer must not hold the
+    // decision back (it would stretch the period to the peer timeout); its answer, when it
+    // comes, counts from the next period on.
+    let waited: TimerHandle | undefined;
+    await Promise.race([
+      Promise.all(answers),
+      new Promise<void>((resolve) => {
+        waited = this.#clock.setTimeout(resolve, this.#answerWaitMs);
       }),
-    );
+    ]);
+    waited?.cancel();
     if (this.#closed) return;
     const now = this.#clock.now();
-    const failures: string[] = [];
-    for (const { key, answer } of answers) {
-      if (answer.ok) this.#table.record(key, answer.load, now);
-      else failures.push(`${key}: ${answer.error}`);
-    }
-    this.#peerFailures += failures.length;
+    const failures = this.#failures.splice(0);
     const peerLoads = this.#table.freshLoads(now);
     this.#metrics?.peers(peerLoads.length, failures.length);
 
@@ -282,6 +311,23 @@ export class FairShareShedder {
     for (const i of decision.connections) (open[i] as TrackedConnection).retire('fair-share');
     this.#shed += decision.connections.length;
     this.#metrics?.decided(decision, ownLoad, decision.connections.length);
+  }
+
+  /** Asks one peer; its answer (or failure) is recorded when it arrives, even after the decision. */
+  async #ask(key: string): Promise<void> {
+    const e = this.#peerEndpoints.get(key) as Endpoint;
+    this.#asking.add(key);
+    try {
+      const answer = await this.#exchange.ask(e.address, this.#settings.options.loadPort ?? e.port);
+      if (this.#closed) return;
+      if (answer.ok) this.#table.record(key, answer.load, this.#clock.now());
+      else {
+        this.#peerFailures++;
+        if (this.#failures.length < 100) this.#failures.push(`${key}: ${answer.error}`);
+      }
+    } finally {
+      this.#asking.delete(key);
+    }
   }
 
   #record(decision: FairShareDecision, ownLoad: number): void {

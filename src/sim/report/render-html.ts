@@ -2,13 +2,21 @@
  * `evenlb sim --html FILE`: one self-contained page — Chart.js inlined from the installed
  * package (read at run time, no CDN), the report inlined as JSON — with the summary table,
  * each pod's load as a multiple of the mean with the dataplanes side by side, the new pods'
- * share after ready (× fair, per bucket), per-zone shares, and per-pod load over time for
- * every dataplane. It opens offline, from a file, anywhere.
+ * share after ready (× fair, per bucket), per-zone shares, per-pod load over time for every
+ * dataplane and, when given, the balance-versus-reconnects curve of server-side recycling
+ * (`recycling-curve.ts`). It opens offline, from a file, anywhere.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import type { RecyclingCurve } from './recycling-curve.js';
 import type { SimReport } from './sim-report.js';
+
+/** What the page shows beyond the report itself. */
+export interface HtmlExtras {
+  /** The scenario's balance-versus-reconnects curve (age ladder and fair-share tolerances). */
+  readonly recyclingCurve?: RecyclingCurve;
+}
 
 let chartSource: string | undefined;
 
@@ -36,8 +44,9 @@ function escapeHtml(text: string): string {
 }
 
 /** Only what the page draws: results without the scenario settings. */
-function pageData(report: SimReport): unknown {
+function pageData(report: SimReport, extras: HtmlExtras): unknown {
   return {
+    recyclingCurve: extras.recyclingCurve ?? null,
     scenario: report.scenario,
     seed: report.seed,
     trials: report.trials,
@@ -117,6 +126,41 @@ if (ramps.length > 0) {
   document.getElementById('ramp-box').remove();
 }
 
+const curve = data.recyclingCurve;
+if (curve) {
+  // Log scale: a point with no reconnects at all is drawn at 0.1/min.
+  const point = (p) => ({ x: Math.max(p.reconnectsPerMinute, 0.1), y: p.maxOverMean, setting: p.setting });
+  const ages = curve.points.filter((p) => p.recycling === 'age').map(point);
+  const fair = curve.points.filter((p) => p.recycling === 'fair-share').map(point);
+  new Chart(document.getElementById('curve'), {
+    type: 'scatter',
+    data: { datasets: [
+      { label: 'age-based (--server-max-age)', data: ages, borderColor: color(1), backgroundColor: color(1), showLine: true, pointRadius: 4 },
+      { label: 'fair-share (--server-fair-share tolerance)', data: fair, borderColor: color(0), backgroundColor: color(0), showLine: true, pointRadius: 4 },
+    ] },
+    options: { animation: false, responsive: true,
+      plugins: {
+        title: { display: true, text: 'Balance vs reconnects through ' + curve.dataplane + ' (without recycling: max/mean ' + fmt(curve.none.maxOverMean, 2) + ')' },
+        tooltip: { callbacks: { label: (c) => (c.datasetIndex === 0 ? 'age ' + c.raw.setting / 1000 + ' s' : 'tolerance ' + c.raw.setting) + ': max/mean ' + fmt(c.raw.y, 3) + ', ' + fmt(c.raw.x, 1) + ' reconnects/min' } },
+      },
+      scales: { x: { type: 'logarithmic', title: { display: true, text: 'reconnects per minute (log)' } }, y: { title: { display: true, text: 'max/mean' } } } },
+  });
+  const ct = document.createElement('table');
+  ct.innerHTML = '<thead><tr><th>recycling</th><th>max/mean</th><th>reconnects/min</th></tr></thead>';
+  const cb = document.createElement('tbody');
+  const rows = [['none', curve.none.maxOverMean, curve.none.reconnectsPerMinute]].concat(curve.points.map((p) =>
+    [p.recycling === 'age' ? '--server-max-age ' + p.setting / 1000 + 's' : '--server-fair-share ' + p.setting, p.maxOverMean, p.reconnectsPerMinute]));
+  for (const [name, m, r] of rows) {
+    const tr = document.createElement('tr');
+    for (const c of [name, fmt(m, 3), fmt(r, 1)]) { const td = document.createElement('td'); td.textContent = c; tr.appendChild(td); }
+    cb.appendChild(tr);
+  }
+  ct.appendChild(cb);
+  document.getElementById('curve-box').appendChild(ct);
+} else {
+  document.getElementById('curve-box').remove();
+}
+
 const zoned = data.results.filter((r) => r.zones);
 if (zoned.length > 0) {
   const zt = document.createElement('table');
@@ -184,8 +228,9 @@ for (const r of data.results) {
  *
  * @example
  * writeFileSync('sim.html', renderHtml(report));
+ * writeFileSync('sim.html', renderHtml(report, { recyclingCurve: recyclingCurve(run, 'iptables') }));
  */
-export function renderHtml(report: SimReport): string {
+export function renderHtml(report: SimReport, extras: HtmlExtras = {}): string {
   const title = `evenlb sim: ${report.scenario}`;
   return `<!doctype html>
 <html lang="en">
@@ -200,7 +245,7 @@ p.meta { color: #4b5563; margin-top: 0; }
 table { border-collapse: collapse; margin: 1rem 0; font-variant-numeric: tabular-nums; }
 th, td { padding: 0.25rem 0.7rem; border-bottom: 1px solid #e5e7eb; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
-#shares-box, #ramp-box { max-width: 1100px; }
+#shares-box, #ramp-box, #curve-box { max-width: 1100px; }
 #timelines { display: grid; grid-template-columns: repeat(auto-fill, minmax(440px, 1fr)); gap: 1rem; }
 .chart { border: 1px solid #e5e7eb; border-radius: 6px; padding: 0.5rem; }
 </style>
@@ -212,9 +257,10 @@ th:first-child, td:first-child { text-align: left; }
 <div id="zones"></div>
 <div id="shares-box"><canvas id="shares"></canvas></div>
 <div id="ramp-box"><canvas id="ramp"></canvas></div>
+<div id="curve-box"><h2>Server-side recycling: balance vs reconnects</h2><canvas id="curve"></canvas></div>
 <h2>Load per pod over time</h2>
 <div id="timelines"></div>
-<script id="sim-data" type="application/json">${inlineJson(pageData(report))}</script>
+<script id="sim-data" type="application/json">${inlineJson(pageData(report, extras))}</script>
 <script>${chartJsSource()}</script>
 <script>${PAGE_SCRIPT}</script>
 </body>
