@@ -122,6 +122,7 @@ export class Simulation implements SimulationContext {
     this.#gapMs = arrival.type === 'closed-loop' ? 0 : 1000 / arrival.ratePerSecond;
     this.connections = new ConnectionManager({
       scheduler: this.scheduler,
+      pods: this.pods,
       clientPolicy: new LifetimePolicy(s.clients.lifetime, clientLifetime, 'scenario clients.lifetime'),
       serverPolicy: new LifetimePolicy(s.server.lifetime, serverLifetime, 'scenario server.lifetime'),
       sessions: s.clients.connectionLifetime === undefined ? undefined : createSampler(s.clients.connectionLifetime),
