@@ -24,8 +24,44 @@ export class LatencyHistogram {
   constructor(growth = 1.02) {
     this.#growth = growth;
     this.#logGrowth = Math.log(growth);
-    this.#buckets = Math.ceil(Math.log(MAX_MS / MIN_MS) / this.#logGrowth) + 1;
+    this.#buckets = LatencyHistogram.bucketCount(growth);
     this.#counts = new Uint32Array(this.#buckets);
+  }
+
+  /** How many buckets a histogram of bucket growth `growth` has. */
+  static bucketCount(growth: number): number {
+    return Math.ceil(Math.log(MAX_MS / MIN_MS) / Math.log(growth)) + 1;
+  }
+
+  /**
+   * The bucket of a latency `ms` given `logScaled = Math.log(ms / MIN_MS)` and
+   * `logGrowth = Math.log(growth)`: the index `record` counts it in.
+   */
+  static bucketOf(ms: number, logScaled: number, logGrowth: number, buckets: number): number {
+    const i = ms <= MIN_MS ? 0 : Math.floor(logScaled / logGrowth) + 1;
+    return i >= buckets ? buckets - 1 : i;
+  }
+
+  /**
+   * A histogram holding `counts` (one per bucket, `bucketCount(growth)` of them) whose
+   * values summed to `sumMs` with maximum `maxMs` — what recording them one by one would
+   * have given (compact stores such as `PodLatencies` hand their rows over this way).
+   */
+  static fromCounts(growth: number, counts: ArrayLike<number>, sumMs: number, maxMs: number): LatencyHistogram {
+    const h = new LatencyHistogram(growth);
+    if (counts.length !== h.#buckets) {
+      throw new RangeError(`LatencyHistogram: expected ${h.#buckets} bucket counts; received ${counts.length}`);
+    }
+    let count = 0;
+    for (let i = 0; i < h.#buckets; i++) {
+      const c = counts[i] as number;
+      h.#counts[i] = c;
+      count += c;
+    }
+    h.#count = count;
+    h.#sumMs = sumMs;
+    h.#maxMs = maxMs;
+    return h;
   }
 
   /** Records one latency in ms. */
@@ -38,8 +74,7 @@ export class LatencyHistogram {
    * logarithm serves several histograms (the run's and the pod's) on the hot path.
    */
   recordWithLog(ms: number, logScaled: number): void {
-    let i = ms <= MIN_MS ? 0 : Math.floor(logScaled / this.#logGrowth) + 1;
-    if (i >= this.#buckets) i = this.#buckets - 1;
+    const i = LatencyHistogram.bucketOf(ms, logScaled, this.#logGrowth, this.#buckets);
     this.#counts[i] = (this.#counts[i] as number) + 1;
     this.#count++;
     this.#sumMs += ms;

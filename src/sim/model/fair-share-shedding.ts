@@ -13,7 +13,6 @@ import { PeerLoadTable } from '../../balancing/fair-share/peer-load-table.js';
 import type { SeededRandom } from '../../core/random.js';
 import type { Scheduler } from '../engine/scheduler.js';
 import type { ConnectionManager } from './connection-manager.js';
-import type { SimConnection } from './sim-connection.js';
 import type { SimPod } from './sim-pod.js';
 
 interface PodShedder {
@@ -88,12 +87,12 @@ export class SimFairShare {
       const peerState = this.#byPod.get(peer);
       if (peerState !== undefined) state.table.record(name, this.#load(peer, peerState, now), now);
     }
-    const open: SimConnection[] = [];
+    const open: number[] = [];
     const loads: number[] = [];
-    for (const conn of this.#connections.openTo(pod)) {
-      if (conn.state !== 'open') continue;
-      open.push(conn);
-      loads.push(state.meter.connectionLoad(conn, now));
+    for (const id of this.#connections.openTo(pod)) {
+      if (!this.#connections.isOpen(id)) continue;
+      open.push(id);
+      loads.push(state.meter.connectionLoad(this.#connections.handle(id), now));
     }
     const decision = state.decider.decide({
       nowMs: now,
@@ -102,7 +101,7 @@ export class SimFairShare {
       connectionLoads: loads,
     });
     if (decision.type === 'shed') {
-      for (const i of decision.connections) this.#connections.retire(open[i] as SimConnection);
+      for (const i of decision.connections) this.#connections.retire(open[i] as number);
       this.shed += decision.connections.length;
     }
     this.#scheduler.after(nextFairSharePeriodMs(this.#options, this.#random), this.#kind, pod.index);

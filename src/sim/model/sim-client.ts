@@ -16,8 +16,12 @@ export class SimClient {
   readonly addressHash: number;
   /** Long-lived connections this client keeps open (connection-level dataplanes). */
   readonly connectionTarget: number;
-  /** Requests still to send (Infinity: unbounded). */
-  remaining: number;
+  /**
+   * Requests still to send (Infinity: unbounded). Initialised with a float so the field holds
+   * a float in place: declared bare, it would hold a boxed number, and every decrement on the
+   * request path would allocate one.
+   */
+  remaining = Number.POSITIVE_INFINITY;
   /** Zone index, -1 = none (see zones.ts). */
   readonly zone: number;
   /** Generation of the open-loop arrival stream (bumped to stop it). */

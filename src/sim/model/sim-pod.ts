@@ -3,11 +3,11 @@
  * terminating → gone), a number of workers serving requests concurrently at the pod's
  * speed, and a FIFO queue for the rest — so an overloaded pod shows up as queueing latency,
  * not only as a larger share. It keeps its own counters: requests in the measured window,
- * open connections and a latency histogram (its requests per time bucket are counted by the
- * simulation in one row per bucket — contiguous for a thousand pods — and copied here at the end).
+ * open connections, and — counted by the simulation in contiguous stores on the hot path and
+ * copied here when the run ends — its requests per time bucket and its latency histogram.
  */
 import { createEndpoint, type Endpoint } from '../../core/endpoint.js';
-import { LatencyHistogram } from '../metrics/latency-histogram.js';
+import type { LatencyHistogram } from '../metrics/latency-histogram.js';
 
 /** Bucket growth of per-pod latency histograms. */
 export const POD_HISTOGRAM_GROWTH = 1.1;
@@ -89,8 +89,12 @@ export class SimPod {
   openConnections = 0;
   /** Requests that arrived per time bucket (index = floor(t / bucketMs)); filled in when the run ends. */
   series: Float64Array = new Float64Array(0);
-  /** Coarse (±5%) to keep a thousand pods' histograms small. */
-  readonly latency = new LatencyHistogram(POD_HISTOGRAM_GROWTH);
+  /**
+   * Latencies of the requests it served in the measured window, coarse (±5%,
+   * `POD_HISTOGRAM_GROWTH`); recorded in the simulation's `PodLatencies` and filled in when
+   * the run ends.
+   */
+  latency!: LatencyHistogram;
   readonly #endpoints: EndpointVariants;
   #queue = new Int32Array(8);
   #head = 0;

@@ -17,6 +17,7 @@ import type { DataplaneModel, RequestRouter } from '../dataplane/dataplane.js';
 import { Scheduler } from '../engine/scheduler.js';
 import { VirtualClock } from '../engine/virtual-clock.js';
 import { LatencyHistogram } from '../metrics/latency-histogram.js';
+import { PodLatencies } from '../metrics/pod-latencies.js';
 import { type Scenario, type ScenarioEvent, scenarioError } from '../scenario/scenario-spec.js';
 import { createSampler, type Sampler } from '../workload/distribution.js';
 import { createClients } from './client-placement.js';
@@ -27,7 +28,7 @@ import { PodSeries } from './pod-series.js';
 import { CLOSED_LOOP, RequestTable } from './request-table.js';
 import { timeCapMs } from './run-bounds.js';
 import type { SimClient } from './sim-client.js';
-import { SimPod } from './sim-pod.js';
+import { POD_HISTOGRAM_GROWTH, SimPod } from './sim-pod.js';
 import type { SimulationContext, SimulationStreams } from './simulation-context.js';
 import type { SimulationOutcome } from './simulation-outcome.js';
 import { initialPodZone, leastPopulatedZone, zoneCount, zoneName } from './zones.js';
@@ -65,6 +66,7 @@ export class Simulation implements SimulationContext {
   readonly #openLoop: 0 | 1 | 2;
   readonly #gapMs: number;
   readonly #latency = new LatencyHistogram();
+  readonly #podLatencies: PodLatencies;
   readonly #series: PodSeries;
   readonly #podOf = new Map<Endpoint, SimPod>();
   readonly #ordinals = new Map<number, number>();
@@ -99,6 +101,7 @@ export class Simulation implements SimulationContext {
     this.scenario = s;
     this.#onTick = init.onTick;
     this.#series = new PodSeries(s.bucketMs);
+    this.#podLatencies = new PodLatencies(POD_HISTOGRAM_GROWTH, s.pods.count);
     this.clock = new VirtualClock(this.scheduler);
     // Streams are forked in a fixed order; add new ones at the end to keep old seeds stable.
     const root = new SeededRandom(init.seed);
@@ -122,6 +125,7 @@ export class Simulation implements SimulationContext {
     this.#gapMs = arrival.type === 'closed-loop' ? 0 : 1000 / arrival.ratePerSecond;
     this.connections = new ConnectionManager({
       scheduler: this.scheduler,
+      pods: this.pods,
       clientPolicy: new LifetimePolicy(s.clients.lifetime, clientLifetime, 'scenario clients.lifetime'),
       serverPolicy: new LifetimePolicy(s.server.lifetime, serverLifetime, 'scenario server.lifetime'),
       sessions: s.clients.connectionLifetime === undefined ? undefined : createSampler(s.clients.connectionLifetime),
@@ -245,6 +249,7 @@ export class Simulation implements SimulationContext {
     // A window that never opened (a finite workload done before the change settled) is empty.
     if (!Number.isFinite(this.#windowStartMs)) this.#windowStartMs = this.#windowEndMs;
     this.#series.copyTo(this.pods);
+    for (const pod of this.pods) pod.latency = this.#podLatencies.histogram(pod.index);
     return {
       pods: this.pods,
       windowStartMs: this.#windowStartMs,
@@ -385,7 +390,7 @@ export class Simulation implements SimulationContext {
       const ms = this.scheduler.now - sent;
       const logScaled = Math.log(ms / LatencyHistogram.MIN_MS);
       this.#latency.recordWithLog(ms, logScaled);
-      pod.latency.recordWithLog(ms, logScaled);
+      this.#podLatencies.record(pod.index, ms, logScaled);
     }
     this.#router.done(slot);
     const closedLoop = (req.flags[slot] as number) & CLOSED_LOOP;

@@ -10,19 +10,19 @@
  */
 import type { ConnectionOwner } from '../../model/connection-manager.js';
 import type { SimClient } from '../../model/sim-client.js';
-import type { SimConnection } from '../../model/sim-connection.js';
 import type { SimPod } from '../../model/sim-pod.js';
 import type { SimulationContext } from '../../model/simulation-context.js';
 import type { RequestRouter } from '../dataplane.js';
 
 export class HostKeyedPoolRouter implements RequestRouter, ConnectionOwner {
   readonly #ctx: SimulationContext;
-  readonly #idle: SimConnection[][];
+  /** Per client, its idle connections' ids (a stack: the last idled is taken first). */
+  readonly #idle: number[][];
   readonly #maxIdle: number;
 
   constructor(ctx: SimulationContext) {
     this.#ctx = ctx;
-    this.#idle = Array.from({ length: ctx.clients.length }, () => []);
+    this.#idle = Array.from({ length: ctx.clients.length }, (): number[] => []);
     this.#maxIdle = ctx.scenario.clients.maxIdleConnsPerHost;
     ctx.connections.setOwner(this);
   }
@@ -31,13 +31,13 @@ export class HostKeyedPoolRouter implements RequestRouter, ConnectionOwner {
 
   send(client: SimClient, slot: number): void {
     const ctx = this.#ctx;
-    const idle = this.#idle[client.index] as SimConnection[];
-    let conn: SimConnection | undefined;
-    while (conn === undefined && idle.length > 0) {
-      const candidate = idle.pop() as SimConnection;
+    const idle = this.#idle[client.index] as number[];
+    let conn = -1;
+    while (conn < 0 && idle.length > 0) {
+      const candidate = idle.pop() as number;
       if (ctx.connections.usable(candidate)) conn = candidate;
     }
-    if (conn === undefined) {
+    if (conn < 0) {
       // Dial: the Service resolves to one random eligible endpoint.
       const pods = ctx.eligiblePods;
       if (pods.length === 0) {
@@ -47,17 +47,17 @@ export class HostKeyedPoolRouter implements RequestRouter, ConnectionOwner {
       const pod = pods[ctx.streams.dataplane.int(pods.length)] as SimPod;
       conn = ctx.connections.open(client, pod, false);
     }
-    ctx.requests.conn[slot] = conn.id;
+    ctx.requests.conn[slot] = conn;
     ctx.connections.startRequest(conn);
-    ctx.deliver(slot, conn.pod);
+    ctx.deliver(slot, ctx.pods[ctx.connections.podOf(conn)] as SimPod);
   }
 
   done(slot: number): void {
     const ctx = this.#ctx;
-    const conn = ctx.connections.get(ctx.requests.conn[slot] as number);
+    const conn = ctx.requests.conn[slot] as number;
     ctx.connections.endRequest(conn);
-    if (conn.state !== 'open') return;
-    const idle = this.#idle[conn.client.index] as SimConnection[];
+    if (!ctx.connections.isOpen(conn)) return;
+    const idle = this.#idle[ctx.connections.clientOf(conn)] as number[];
     if (idle.length < this.#maxIdle) idle.push(conn);
     else ctx.connections.retire(conn);
   }
@@ -65,15 +65,14 @@ export class HostKeyedPoolRouter implements RequestRouter, ConnectionOwner {
   endpointsChanged(): void {}
 
   podGone(pod: SimPod): void {
-    const conns = [...this.#ctx.connections.openTo(pod)];
-    for (const conn of conns) this.#ctx.connections.abort(conn);
+    for (const id of this.#ctx.connections.openTo(pod)) this.#ctx.connections.abort(id);
   }
 
   // Closed connections are dropped from the idle stacks lazily, when popped.
   retired(): void {}
-  closed(conn: SimConnection): void {
-    const idle = this.#idle[conn.client.index] as SimConnection[];
-    const i = idle.indexOf(conn);
+  closed(id: number): void {
+    const idle = this.#idle[this.#ctx.connections.clientOf(id)] as number[];
+    const i = idle.indexOf(id);
     if (i >= 0) idle.splice(i, 1);
   }
 }

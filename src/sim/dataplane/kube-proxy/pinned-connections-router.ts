@@ -8,7 +8,6 @@
  */
 import type { ConnectionOwner } from '../../model/connection-manager.js';
 import type { SimClient } from '../../model/sim-client.js';
-import type { SimConnection } from '../../model/sim-connection.js';
 import type { SimPod } from '../../model/sim-pod.js';
 import type { SimulationContext } from '../../model/simulation-context.js';
 import { createSampler, type Sampler } from '../../workload/distribution.js';
@@ -22,7 +21,8 @@ export class PinnedConnectionsRouter implements RequestRouter, ConnectionOwner {
   readonly #ctx: SimulationContext;
   readonly #scheduler: ConnectionScheduler;
   readonly #reconnectDelay: Sampler;
-  readonly #usable: SimConnection[][];
+  /** Per client, the ids of its connections that take requests. */
+  readonly #usable: number[][];
   readonly #next: Int32Array;
   readonly #pending: number[][];
   readonly #dialKind: number;
@@ -32,7 +32,7 @@ export class PinnedConnectionsRouter implements RequestRouter, ConnectionOwner {
     this.#scheduler = scheduler;
     this.#reconnectDelay = createSampler(ctx.scenario.clients.reconnectDelay);
     const n = ctx.clients.length;
-    this.#usable = Array.from({ length: n }, () => []);
+    this.#usable = Array.from({ length: n }, (): number[] => []);
     this.#pending = Array.from({ length: n }, () => []);
     this.#next = new Int32Array(n);
     this.#dialKind = ctx.scheduler.register((client) => this.#dial(ctx.clients[client] as SimClient, false));
@@ -44,14 +44,14 @@ export class PinnedConnectionsRouter implements RequestRouter, ConnectionOwner {
   }
 
   send(client: SimClient, slot: number): void {
-    const conn = this.#choose(client);
-    if (conn === undefined) (this.#pending[client.index] as number[]).push(slot);
-    else this.#use(conn, slot);
+    const id = this.#choose(client);
+    if (id < 0) (this.#pending[client.index] as number[]).push(slot);
+    else this.#use(id, slot);
   }
 
   done(slot: number): void {
     const ctx = this.#ctx;
-    ctx.connections.endRequest(ctx.connections.get(ctx.requests.conn[slot] as number));
+    ctx.connections.endRequest(ctx.requests.conn[slot] as number);
   }
 
   endpointsChanged(): void {
@@ -59,24 +59,28 @@ export class PinnedConnectionsRouter implements RequestRouter, ConnectionOwner {
   }
 
   podGone(pod: SimPod): void {
-    const conns = [...this.#ctx.connections.openTo(pod)];
-    for (const conn of conns) this.#ctx.connections.abort(conn);
+    for (const id of this.#ctx.connections.openTo(pod)) this.#ctx.connections.abort(id);
   }
 
-  retired(conn: SimConnection): void {
-    const list = this.#usable[conn.client.index] as SimConnection[];
-    const i = list.indexOf(conn);
+  retired(id: number): void {
+    const client = this.#ctx.connections.clientOf(id);
+    const list = this.#usable[client] as number[];
+    const i = list.indexOf(id);
     if (i >= 0) {
-      list[i] = list[list.length - 1] as SimConnection;
+      list[i] = list[list.length - 1] as number;
       list.pop();
     }
     const delay = this.#reconnectDelay.sample(this.#ctx.streams.dataplane);
-    if (delay <= 0) this.#dial(conn.client, false);
-    else this.#ctx.scheduler.after(delay, this.#dialKind, conn.client.index);
+    if (delay <= 0) this.#dial(this.#ctx.clients[client] as SimClient, false);
+    else this.#ctx.scheduler.after(delay, this.#dialKind, client);
   }
 
-  closed(conn: SimConnection): void {
-    this.#scheduler.closed(conn.client, conn.pod);
+  closed(id: number): void {
+    const ctx = this.#ctx;
+    this.#scheduler.closed(
+      ctx.clients[ctx.connections.clientOf(id)] as SimClient,
+      ctx.pods[ctx.connections.podOf(id)] as SimPod,
+    );
   }
 
   #dial(client: SimClient, staggered: boolean): void {
@@ -85,33 +89,35 @@ export class PinnedConnectionsRouter implements RequestRouter, ConnectionOwner {
       this.#ctx.scheduler.after(NO_ENDPOINT_RETRY_MS, this.#dialKind, client.index);
       return;
     }
-    const conn = this.#ctx.connections.open(client, pod, staggered);
+    const id = this.#ctx.connections.open(client, pod, staggered);
     this.#scheduler.opened(client, pod);
-    (this.#usable[client.index] as SimConnection[]).push(conn);
+    (this.#usable[client.index] as number[]).push(id);
     const pending = this.#pending[client.index] as number[];
     while (pending.length > 0) {
       const next = this.#choose(client);
-      if (next === undefined) break;
+      if (next < 0) break;
       this.#use(next, pending.shift() as number);
     }
   }
 
-  #choose(client: SimClient): SimConnection | undefined {
-    const list = this.#usable[client.index] as SimConnection[];
+  /** The id of the client's next usable connection in turn, or -1. */
+  #choose(client: SimClient): number {
+    const list = this.#usable[client.index] as number[];
     const connections = this.#ctx.connections;
     while (list.length > 0) {
       const at = this.#next[client.index] as number;
       const i = at < list.length ? at : 0;
       this.#next[client.index] = i + 1;
-      const conn = list[i] as SimConnection;
-      if (connections.usable(conn)) return conn;
+      const id = list[i] as number;
+      if (connections.usable(id)) return id;
     }
-    return undefined;
+    return -1;
   }
 
-  #use(conn: SimConnection, slot: number): void {
-    this.#ctx.requests.conn[slot] = conn.id;
-    this.#ctx.connections.startRequest(conn);
-    this.#ctx.deliver(slot, conn.pod);
+  #use(id: number, slot: number): void {
+    const ctx = this.#ctx;
+    ctx.requests.conn[slot] = id;
+    ctx.connections.startRequest(id);
+    ctx.deliver(slot, ctx.pods[ctx.connections.podOf(id)] as SimPod);
   }
 }
