@@ -30,7 +30,7 @@ import { OutlierDetector } from '../balancing/outlier-detector.js';
 import type { PickContext } from '../balancing/picker.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
-import { EvenlbError } from '../core/errors.js';
+import type { EvenlbError } from '../core/errors.js';
 import { FeatureGates } from '../core/feature-gates.js';
 import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
@@ -38,7 +38,8 @@ import { createEndpointSource } from '../discovery/create-endpoint-source.js';
 import type { DiscoverySnapshot, EndpointSource } from '../discovery/endpoint-source.js';
 import { departedEndpoints, eligibleKeys } from '../pool/departed-endpoints.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
-import type { Attempt, AttemptRequest } from './attempt.js';
+import type { Attempt } from './attempt.js';
+import { type AttemptHost, attemptOn, firstAttempt } from './attempt-chain.js';
 import { ClusterDispatcher } from './cluster-dispatcher.js';
 import { closedError, noEndpointError, pendingError } from './cluster-errors.js';
 import {
@@ -54,7 +55,7 @@ import { ClusterTransport } from './cluster-transport.js';
 import { EndpointEntry, WINDOW_BUCKETS } from './endpoint-entry.js';
 import { toLegacyHandler } from './handler-adapters.js';
 import { forEndpoint } from './request-headers.js';
-import { type AttemptFailure, noRetries, outcomeOf, RetryPolicy, type RetryReason } from './retry-policy.js';
+import { noRetries, RetryPolicy, type RetryReason } from './retry-policy.js';
 import { type RequestRouter, RoutedRequest } from './routed-request.js';
 
 /** One request sent by a transport the cluster does not own; see `Cluster.acquire()` and `Attempt`. */
@@ -84,6 +85,8 @@ export class Cluster {
   readonly #pick: PickContext = {};
   /** What routed requests call back into (kept off the public surface). */
   readonly #router: RequestRouter;
+  /** What attempt chains (`acquire`, `track`) call back into. */
+  readonly #attempts: AttemptHost;
   readonly #bucketMs: number;
   readonly #unsubscribe: () => void;
   #pending = true;
@@ -108,6 +111,15 @@ export class Cluster {
       unbind: (r) => this.#unbind(r),
       settle: (r, outcome) => r.endpoint !== undefined && this.#settle(r.endpoint.key, r.startMs, outcome),
       retry: (r, reason) => this.#retry(r, reason),
+    };
+    this.#attempts = {
+      retryPolicy: this.retryPolicy,
+      closed: () => this.#closed,
+      pick: (exclude) => this.pickForConnection(exclude),
+      open: (endpoint) => this.#open(endpoint),
+      settle: (key, startMs, outcome) => this.#settle(key, startMs, outcome),
+      retried: (reason) => this.#countRetry(reason),
+      elsewhere: (key) => this.#elsewhere(key),
     };
     this.#clock = o.clock ?? systemClock;
     const random: Random = o.random ?? createRandom();
@@ -198,44 +210,17 @@ export class Cluster {
    */
   acquire(exclude?: string): Attempt | EvenlbError {
     this.#requests++;
-    return this.#pickAttempt(exclude, noRetries());
+    return firstAttempt(this.#attempts, exclude, noRetries());
   }
 
   /** Starts accounting for a request already bound to `endpoint` (legacy mode: the socket's). */
   track(endpoint: Endpoint): Attempt {
     this.#requests++;
-    return this.#attempt(endpoint, noRetries());
+    return attemptOn(this.#attempts, endpoint, noRetries());
   }
 
-  #pickAttempt(exclude: string | undefined, counts: Record<RetryReason, number>): Attempt | EvenlbError {
-    const picked = this.pickForConnection(exclude);
-    return picked instanceof EvenlbError ? picked : this.#attempt(picked, counts);
-  }
-
-  #attempt(endpoint: Endpoint, counts: Record<RetryReason, number>): Attempt {
-    const key = endpoint.key;
-    const startMs = this.#open(endpoint);
-    let open = true;
-    const end = (outcome: RequestOutcome) => {
-      if (!open) return;
-      open = false;
-      this.#settle(key, startMs, outcome);
-    };
-    return {
-      endpoint,
-      end,
-      retry: (failure: AttemptFailure, request: AttemptRequest) => {
-        if (!open) return undefined;
-        end(outcomeOf(failure));
-        const reason = this.retryPolicy.decide(failure, { ...request, done: counts });
-        if (reason === undefined || this.#closed) return undefined;
-        const elsewhere = this.balancer.picker.endpoints.some((t) => t.endpoint.key !== key);
-        if (!elsewhere && reason !== 'reused-connection') return undefined;
-        counts[reason]++;
-        this.#countRetry(reason);
-        return this.#pickAttempt(elsewhere ? key : undefined, counts);
-      },
-    };
+  #elsewhere(key: string | undefined): boolean {
+    return this.balancer.picker.endpoints.some((t) => t.endpoint.key !== key);
   }
 
   /** Starts an attempt's load record and window count on `endpoint`; returns its start time. */
@@ -296,6 +281,16 @@ export class Cluster {
   onEligibleChange(listener: (eligible: ReadonlySet<string>) => void): () => void {
     this.#eligibleListeners.add(listener);
     return () => this.#eligibleListeners.delete(listener);
+  }
+
+  /**
+   * The outcome of work a transport balanced on this cluster's `balancer` and load records by
+   * itself (the proxy's HTTP/2 session pool): feeds the cluster's one outlier detector and the
+   * observer; the load record is the transport's.
+   */
+  recordOutcome(endpointKey: string, outcome: RequestOutcome, durationMs: number): void {
+    if (outcome !== 'aborted') this.#outlier?.record(endpointKey, outcome === 'success');
+    this.#observer?.requestEnded?.(this.name, endpointKey, outcome, durationMs);
   }
 
   /** Reports a connection another transport opened or closed to `endpointKey` (stats and metrics). */
@@ -415,8 +410,7 @@ export class Cluster {
    */
   #retry(request: RoutedRequest, reason: RetryReason): boolean {
     if (this.#closed) return false;
-    const failed = request.endpoint?.key;
-    const elsewhere = this.balancer.picker.endpoints.some((t) => t.endpoint.key !== failed);
+    const elsewhere = this.#elsewhere(request.endpoint?.key);
     if (!elsewhere && reason !== 'reused-connection') return false;
     request.prepareRetry();
     if (!elsewhere) request.exclude = undefined;

@@ -1,14 +1,20 @@
 /**
- * One configured upstream cluster as the proxy sees it, built on the shared `Cluster`
- * (discovery from the target URI, the `Balancer`, outlier detection, endpoint-keyed undici
- * pools under the `LifetimePolicy`, stats). HTTP/1.1 upstreams are reached through
- * `Cluster.dispatch`; `h2` upstreams (gRPC) through an `H2SessionPool` that picks with the same
- * cluster's balancer, with its own outlier detector fed by stream outcomes (the cluster's
- * pools carry no h2 traffic). HTTP/1.1 upstreams (plain or TLS) are also reached by the proxy's
- * own HTTP/1.1 data path (`h1`), which picks with `Cluster.acquire`. It also answers "why can nothing be picked" for 503 replies.
+ * One configured upstream cluster as the proxy sees it, built on the shared `Cluster`: discovery
+ * from the target URI, the `Balancer`, the one outlier detector, the one retry policy, stats.
+ * The transports that move the bytes:
+ *
+ * - `h1` (`Http1Upstream`, HTTP/1.1 upstreams, plain or TLS): the proxy's own keep-alive
+ *   sockets, used by the HTTP/1.1 data path (`Http1Downstream`), which picks and retries
+ *   through `Cluster.acquire()` attempts;
+ * - the cluster's own undici pools (`Cluster.dispatch`) for the requests that do not take the
+ *   data path to an HTTP/1.1 upstream: HTTP/2 clients, and HTTP/1.0 / `Expect` requests handed
+ *   to the listener's node:http server;
+ * - `h2` (`H2SessionPool`, `protocol: h2`, gRPC): sessions picked with the cluster's balancer,
+ *   stream outcomes fed to the cluster's outlier detector (`Cluster.recordOutcome`).
+ *
+ * It also answers "why can nothing be picked" for 503 replies.
  */
 import { readFileSync } from 'node:fs';
-import { OutlierDetector } from '../balancing/outlier-detector.js';
 import { Cluster } from '../cluster/cluster.js';
 import type { ClusterObserver } from '../cluster/cluster-options.js';
 import type { Clock } from '../core/clock.js';
@@ -40,17 +46,12 @@ export class ProxyCluster {
   readonly config: ClusterConfig;
   readonly cluster: Cluster;
   readonly h2: H2SessionPool | undefined;
-  /**
-   * The proxy's own HTTP/1.1 sockets for plain-HTTP upstreams (the HTTP/1.1 data path); TLS
-   * upstreams go through the cluster's undici pools.
-   */
+  /** The HTTP/1.1 data path's upstream sockets (plain and TLS upstreams); undefined for `h2` clusters. */
   readonly h1: Http1Upstream | undefined;
   /** `http://` or `https://` plus the cluster name: the origin handed to `Cluster.dispatch`. */
   readonly origin: string;
-  readonly #outlier: OutlierDetector | undefined;
   /** '' (plain HTTP), a configured TLS server name, or undefined: the request's host decides. */
   readonly #fixedServername: string | undefined;
-  readonly #unsubscribe: (() => void) | undefined;
   #closed = false;
 
   constructor(config: ClusterConfig, options: ProxyClusterOptions = {}) {
@@ -92,7 +93,7 @@ export class ProxyCluster {
         : { slowStartMinWeightPercent: config.slowStartMinWeightPercent }),
       ...(config.herdingGuard === undefined ? {} : { herdingGuard: config.herdingGuard }),
       ...(config.zoneRouting === undefined ? {} : { zoneRouting: config.zoneRouting }),
-      outlierDetection: h2 ? false : (config.outlierDetection ?? {}),
+      outlierDetection: config.outlierDetection ?? {},
       ...(tls === undefined ? {} : { tls }),
       clock,
       random,
@@ -114,31 +115,15 @@ export class ProxyCluster {
         ? ''
         : (config.tls.servername ?? (config.hostRewrite === undefined ? undefined : serverName(config.hostRewrite)));
     if (h2) {
-      const balancer = this.cluster.balancer;
-      const outlier =
-        config.outlierDetection === false
-          ? undefined
-          : new OutlierDetector(config.outlierDetection ?? {}, {
-              clock,
-              onChange: (ejected) => balancer.setEjected(ejected),
-              onEject: (key, ms) => options.observer?.ejected?.(config.name, key, ms),
-            });
-      this.#outlier = outlier;
-      if (outlier !== undefined) {
-        outlier.setEndpoints(this.cluster.source.snapshot().endpoints);
-        this.#unsubscribe = this.cluster.source.subscribe((s) => outlier.setEndpoints(s.endpoints));
-      }
       this.h2 = new H2SessionPool({
-        balancer,
+        balancer: this.cluster.balancer,
         lifetime: new LifetimePolicy(lifetime, random, `clusters.${config.name}.lifetime`),
         connectTimeoutMs: config.connectTimeoutMs,
         connectRetries: config.retries.connectFailures,
         clock,
         ...(tls === undefined ? {} : { tls }),
-        onStreamEnd: (key, ok, ms) => {
-          outlier?.record(key, ok);
-          options.observer?.requestEnded?.(config.name, key, ok ? 'success' : 'http-error', ms);
-        },
+        // Stream outcomes feed the cluster's one outlier detector (and its observer).
+        onStreamEnd: (key, ok, ms) => this.cluster.recordOutcome(key, ok ? 'success' : 'http-error', ms),
       });
     }
   }
@@ -193,15 +178,11 @@ export class ProxyCluster {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#unsubscribe?.();
-    this.#outlier?.close();
     await Promise.all([this.h2?.close(), this.h1?.close(), this.cluster.close()]);
   }
 
   async destroy(err?: Error): Promise<void> {
     this.#closed = true;
-    this.#unsubscribe?.();
-    this.#outlier?.close();
     await Promise.all([this.h2?.destroy(err), this.h1?.destroy(), this.cluster.destroy(err)]);
   }
 }

@@ -22,8 +22,9 @@
  * head (504) and body idle limits, and the downstream recycling age.
  */
 import type { Socket } from 'node:net';
-import type { RequestTicket } from '../../cluster/cluster.js';
-import { IDEMPOTENT, RETRY_STATUS } from '../../cluster/routed-request.js';
+import type { Attempt, AttemptRequest } from '../../cluster/attempt.js';
+import type { RequestOutcome } from '../../cluster/cluster-options.js';
+import { type AttemptFailure, classifyFailure, outcomeOf } from '../../cluster/retry-policy.js';
 import type { Clock } from '../../core/clock.js';
 import { EvenlbError } from '../../core/errors.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
@@ -120,7 +121,7 @@ export class Http1Downstream implements ResponseSink {
   #upstream: Http1Upstream | undefined;
   /** The TLS server name for the upstream socket ('' for plain HTTP). */
   #servername = '';
-  #ticket: RequestTicket | undefined;
+  #ticket: Attempt | undefined;
   #conn: UpstreamConnection | undefined;
   #upHead = '';
   /** The protocols an upgrade request asks for (WebSocket...); undefined for plain requests. */
@@ -138,11 +139,6 @@ export class Http1Downstream implements ResponseSink {
   /** A response head not written yet (see `onResponseHead`). */
   #headOut: string | undefined;
   #swallow = false;
-  #connectRetried = false;
-  #idempotentRetries = 0;
-  #exclude: string | undefined;
-  /** The endpoint of the attempt ended last: a retry goes elsewhere even after its ticket ended. */
-  #lastEndpoint: string | undefined;
   readonly #onData = (chunk: Buffer): void => this.#read(chunk);
   readonly #onEnd = (): void => this.#peerEnded();
   readonly #onClose = (): void => this.#closed();
@@ -376,9 +372,6 @@ export class Http1Downstream implements ResponseSink {
     this.#status = 0;
     this.#responded = false;
     this.#swallow = false;
-    this.#connectRetried = false;
-    this.#idempotentRetries = 0;
-    this.#exclude = undefined;
     if (this.#hasBody) {
       this.#state = S_BODY;
       if (head.chunked) {
@@ -474,16 +467,26 @@ export class Http1Downstream implements ResponseSink {
   // ---- sending upstream ----
 
   #dispatch(): void {
-    const cluster = this.#cluster as ProxyCluster;
-    const ticket = cluster.cluster.acquire(this.#exclude);
-    if (ticket instanceof EvenlbError) {
-      const { status, reason } = statusForError(ticket);
+    this.#send((this.#cluster as ProxyCluster).cluster.acquire());
+  }
+
+  /** Sends the request on `attempt` (the first, or the one the cluster's retry policy handed out). */
+  #send(attempt: Attempt | EvenlbError): void {
+    if (attempt instanceof EvenlbError) {
+      const { status, reason } = statusForError(attempt);
       this.#failRequest(status, reason);
       return;
     }
-    this.#ticket = ticket;
-    const conn = (this.#upstream as Http1Upstream).pool(ticket.endpoint, this.#servername).acquire(this);
+    this.#ticket = attempt;
+    const conn = (this.#upstream as Http1Upstream).connectionFor(attempt.endpoint, this.#servername).acquire(this);
     if (conn !== undefined) this.#attach(conn);
+  }
+
+  /** What the cluster's retry policy reads about the current request. */
+  #request(responded: boolean): AttemptRequest {
+    // The body is streamed, not kept: only a bodiless request can be sent twice. (A connect
+    // failure is retried anyway: nothing was written, the body is still held.)
+    return { method: this.#method, replayable: !this.#hasBody, responded };
   }
 
   onConnection(conn: UpstreamConnection | Error): void {
@@ -528,7 +531,12 @@ export class Http1Downstream implements ResponseSink {
   onResponseHead(head: ResponseHead): void {
     this.#responded = true;
     this.#upReads++;
-    if (RETRY_STATUS.has(head.status) && this.#mayRetryIdempotent()) {
+    const ticket = this.#ticket;
+    if (
+      head.status >= 500 &&
+      ticket !== undefined &&
+      ticket.wouldRetry({ type: 'status', status: head.status }, this.#request(false))
+    ) {
       this.#status = head.status;
       this.#swallow = true;
       return;
@@ -634,10 +642,8 @@ export class Http1Downstream implements ResponseSink {
     this.#conn = undefined;
     if (this.#swallow) {
       this.#swallow = false;
-      this.#endTicket('http-error');
-      this.#idempotentRetries++;
-      if (this.#retryElsewhere()) return;
-      this.#failRequest(502, 'upstream-error');
+      // Withheld because the policy would retry it; if it no longer can, nothing of the answer is left to show.
+      if (!this.#retry({ type: 'status', status: this.#status }, false)) this.#failRequest(502, 'upstream-error');
       return;
     }
     const status = this.#status;
@@ -658,61 +664,49 @@ export class Http1Downstream implements ResponseSink {
     // a 502 instead of a cut connection.
     const held = this.#headOut !== undefined;
     this.#headOut = undefined;
-    this.#endTicket(connectFailure ? 'connect-failure' : 'transport-error');
-    if (this.#state === S_CLOSED) return;
+    const failure: AttemptFailure = connectFailure
+      ? { type: 'connect-failure' }
+      : classifyFailure(err, true, conn?.reused === true);
+    if (this.#state === S_CLOSED) {
+      this.#endTicket(outcomeOf(failure));
+      return;
+    }
     const headSent = this.#responded && !this.#swallow && !held;
     if (headSent) {
       // The client has part of a response: all that can be done is to cut it.
+      this.#endTicket(outcomeOf(failure));
       this.#answered(0, 'upstream-error');
       this.#destroy();
       return;
     }
-    if (connectFailure && !this.#connectRetried) {
-      this.#connectRetried = true;
-      if (this.#retryElsewhere()) return;
-    } else if (
-      !responded &&
-      ((conn?.reused === true && !this.#hasBody && IDEMPOTENT.has(this.#method) && this.#idempotentRetries === 0) ||
-        this.#mayRetryIdempotent())
-    ) {
-      this.#idempotentRetries++;
-      if (this.#retryElsewhere(conn?.reused === true)) return;
-    }
+    if (this.#retry(failure, responded && !this.#swallow)) return;
     const { status, reason } = statusForError(err);
     this.#failRequest(status, reason);
   }
 
-  #mayRetryIdempotent(): boolean {
-    const cluster = this.#cluster;
-    return (
-      cluster !== undefined &&
-      !this.#hasBody &&
-      this.#idempotentRetries < cluster.config.retries.idempotent &&
-      IDEMPOTENT.has(this.#method)
-    );
-  }
-
-  /** Sends the request again (another endpoint unless `sameAllowed`); false when there is none. */
-  #retryElsewhere(sameAllowed = false): boolean {
-    const cluster = this.#cluster as ProxyCluster;
-    const failed = this.#ticket?.endpoint.key ?? this.#lastEndpoint;
+  /**
+   * Ends the current attempt as failed by `failure` and sends the request again when the
+   * cluster's one retry policy hands out another attempt (counted once, by the cluster). False
+   * when it does not (the attempt is ended either way); a local reply has been sent when the
+   * cluster named why (`EVENLB_NO_ENDPOINTS`...).
+   */
+  #retry(failure: AttemptFailure, responded: boolean): boolean {
+    const ticket = this.#ticket;
     this.#ticket = undefined;
-    const candidates = cluster.balancer.picker.endpoints;
-    const other = candidates.some((t) => t.endpoint.key !== failed);
-    if (!other && !sameAllowed) return false;
-    this.#exclude = other ? failed : undefined;
+    if (ticket === undefined) return false;
+    const next = ticket.retry(failure, this.#request(responded));
+    if (next === undefined) return false;
     this.#responded = false;
     this.#swallow = false;
     this.#status = 0;
-    this.#dispatch();
+    this.#send(next);
     return true;
   }
 
-  #endTicket(outcome: 'success' | 'http-error' | 'connect-failure' | 'transport-error' | 'aborted'): void {
+  #endTicket(outcome: RequestOutcome): void {
     const t = this.#ticket;
     if (t === undefined) return;
     this.#ticket = undefined;
-    this.#lastEndpoint = t.endpoint.key;
     t.end(outcome);
   }
 
@@ -821,7 +815,7 @@ export class Http1Downstream implements ResponseSink {
     this.#conn = undefined;
     if (conn !== undefined) conn.abort('error');
     else if (this.#ticket !== undefined && this.#upstream !== undefined) {
-      this.#upstream.pool(this.#ticket.endpoint, this.#servername).cancel(this);
+      this.#upstream.connectionFor(this.#ticket.endpoint, this.#servername).cancel(this);
     }
     this.#endTicket(outcome);
   }

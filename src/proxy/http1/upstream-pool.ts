@@ -12,10 +12,12 @@
  */
 import net, { isIP, type Socket } from 'node:net';
 import tls from 'node:tls';
+import type { EndpointTransport } from '../../cluster/attempt.js';
 import type { Cluster } from '../../cluster/cluster.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import type { Endpoint } from '../../core/endpoint.js';
 import { ErrorCodes } from '../../core/errors.js';
+import { Shutdown } from '../../core/shutdown.js';
 import type { CloseReason, ConnectionLife, LifetimePolicy } from '../../pool/lifetime-policy.js';
 import { ChunkedScanner } from './chunked-scanner.js';
 import { isHeadError, parseResponseHead, type ResponseHead } from './message-head.js';
@@ -537,37 +539,39 @@ export class Http1EndpointPool {
   }
 }
 
-/** All HTTP/1.1 upstream sockets of one cluster. */
-export class Http1Upstream {
+/**
+ * All HTTP/1.1 upstream sockets of one proxy cluster — its one HTTP/1.1 transport: one
+ * `Http1EndpointPool` per endpoint (per verified server name with TLS), one
+ * `connectionsPerEndpoint` cap. The cluster picks and accounts (`Cluster.acquire`); this only
+ * holds sockets, and drains an endpoint's pools when it leaves the eligible set.
+ */
+export class Http1Upstream implements EndpointTransport<Http1EndpointPool, [servername?: string]> {
   readonly #cluster: Cluster;
   readonly #settings: Http1PoolSettings;
-  /** The pool new requests use, per endpoint key. */
+  /** The pool new requests use, per pool key. */
   readonly #pools = new Map<string, Http1EndpointPool>();
   /** Every pool that still has sockets (draining ones included). */
   readonly #live = new Set<Http1EndpointPool>();
   readonly #unsubscribe: () => void;
+  readonly #shutdown = new Shutdown();
   #timer: TimerHandle | undefined;
-  #closing: Promise<void> | undefined;
-  #closed: (() => void) | undefined;
+  #emptied: (() => void) | undefined;
 
   constructor(cluster: Cluster, settings: Http1PoolSettings) {
     this.#cluster = cluster;
     this.#settings = settings;
     this.#unsubscribe = cluster.onEligibleChange((eligible) => {
-      for (const [key, pool] of this.#pools) {
-        if (!eligible.has(pool.endpoint.key)) {
-          this.#pools.delete(key);
-          pool.drain('endpoint-removed');
-        }
+      for (const pool of [...this.#pools.values()]) {
+        if (!eligible.has(pool.endpoint.key)) this.drainEndpoint(pool.endpoint.key);
       }
     });
   }
 
   /**
-   * The pool for `endpoint` (created on first use); with TLS, one per server name, since a
-   * socket is verified for one name.
+   * The pool for `endpoint` (created on first use, or when the previous one drains); with TLS,
+   * one per server name, since a socket is verified for one name.
    */
-  pool(endpoint: Endpoint, servername = ''): Http1EndpointPool {
+  connectionFor(endpoint: Endpoint, servername = ''): Http1EndpointPool {
     const key = servername === '' ? endpoint.key : `${endpoint.key} ${servername}`;
     let pool = this.#pools.get(key);
     if (pool === undefined || pool.draining) {
@@ -577,6 +581,15 @@ export class Http1Upstream {
       this.#arm();
     }
     return pool;
+  }
+
+  /** The endpoint left: its pools take no new request, idle sockets close now, busy ones after their response. */
+  drainEndpoint(endpointKey: string): void {
+    for (const [key, pool] of [...this.#pools]) {
+      if (pool.endpoint.key !== endpointKey) continue;
+      this.#pools.delete(key);
+      pool.drain('endpoint-removed');
+    }
   }
 
   /** Reports a socket opened or closed to the cluster (stats, metrics). */
@@ -589,11 +602,11 @@ export class Http1Upstream {
     if (!pool.draining || pool.size > 0) return;
     this.#live.delete(pool);
     if (this.#pools.get(pool.key) === pool) this.#pools.delete(pool.key);
-    if (this.#live.size === 0) this.#closed?.();
+    if (this.#live.size === 0) this.#emptied?.();
   }
 
   #arm(): void {
-    if (this.#timer !== undefined || this.#closing !== undefined) return;
+    if (this.#timer !== undefined || this.#shutdown.closed) return;
     const clock = this.#settings.clock;
     this.#timer = clock.setTimeout(() => {
       this.#timer = undefined;
@@ -603,26 +616,31 @@ export class Http1Upstream {
     }, SWEEP_MS);
   }
 
-  /** Graceful: idle sockets close now, busy ones after their response. Idempotent. */
+  /** Graceful: idle sockets close now, busy ones after their response; settles once all are closed. Idempotent. */
   close(): Promise<void> {
-    if (this.#closing === undefined) {
-      this.#unsubscribe();
-      this.#timer?.cancel();
-      this.#closing = new Promise<void>((resolve) => {
-        this.#closed = resolve;
+    return this.#shutdown.close(() => {
+      this.#stop();
+      const emptied = new Promise<void>((resolve) => {
+        this.#emptied = resolve;
       });
-      this.#pools.clear();
       for (const p of [...this.#live]) p.drain('shutdown');
-      if (this.#live.size === 0) this.#closed?.();
-    }
-    return this.#closing;
+      if (this.#live.size === 0) this.#emptied?.();
+      return emptied;
+    });
   }
 
-  /** Abrupt: every socket is destroyed. */
-  destroy(): Promise<void> {
+  /** Abrupt: every socket is destroyed (their exchanges fail); also settles a pending `close()`. Idempotent. */
+  destroy(_err?: Error): Promise<void> {
+    return this.#shutdown.destroy(async () => {
+      this.#stop();
+      for (const p of [...this.#live]) p.destroy();
+    });
+  }
+
+  #stop(): void {
     this.#unsubscribe();
     this.#timer?.cancel();
-    for (const p of this.#live) p.destroy();
-    return Promise.resolve();
+    this.#timer = undefined;
+    this.#pools.clear();
   }
 }
