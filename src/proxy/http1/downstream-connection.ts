@@ -1,80 +1,35 @@
 /**
- * One client connection on the proxy's HTTP/1.1 data path. The proxy reads the socket itself:
- * each request head is parsed strictly (`parseRequestHead`), routed, rewritten (hop-by-hop
- * headers out, `X-Forwarded-*` and `Via` in), balanced with one pick from the cluster
- * (`Cluster.acquire`, the same balancer, load records and outlier detection every transport
- * uses) and written to a keep-alive socket of the picked endpoint (`Http1EndpointPool`).
- * Bodies are forwarded as the bytes arrive, in their original framing (Content-Length or
- * validated chunked), with backpressure both ways: a full socket buffer pauses the other side.
- * Requests are answered strictly in order; pipelined requests wait in the buffer.
+ * One client connection on the proxy's HTTP/1.1 data path: the framing side. The proxy reads
+ * the socket itself: each request head is parsed strictly (`parseRequestHead`), routed and
+ * rewritten (`routeRequest`), and handed to the connection's `UpstreamExchange`, which takes an
+ * attempt from the cluster, a socket from the proxy's one HTTP/1.1 pool and retries through the
+ * cluster's one retry policy. Bodies are forwarded as the bytes arrive, in their original
+ * framing (Content-Length or validated chunked), with backpressure both ways: a full socket
+ * buffer pauses the other side. Requests are answered strictly in order; pipelined requests
+ * wait in the buffer.
  *
  * Refused without forwarding a byte: malformed or smuggling-prone heads and chunked bodies
- * (400, connection closed), oversized heads (431), CONNECT (405), hosts no route serves
- * (404). An upgrade request (WebSocket) goes to one picked endpoint; after its 101 the two
- * sockets are spliced and carry the new protocol both ways. A connect failure is retried once on another endpoint; a
- * bodiless idempotent request whose reused socket failed before any response byte, or that
- * got 502/503/504 while `retries.idempotent` allows, is retried elsewhere. Requests this path
- * does not carry (HTTP/1.0, `Expect`, clusters reached over HTTP/2) hand the connection to the
- * listener's `node:http` server, bytes and all.
+ * (400, connection closed), oversized heads (431), and what `routeRequest` refuses (CONNECT,
+ * unknown hosts...). An upgrade request (WebSocket) goes to one picked endpoint; after its 101
+ * the two sockets are spliced (`spliceUpgrade`). Requests this path does not carry (HTTP/1.0,
+ * `Expect`, `h2` clusters) hand the connection to the listener's `node:http` server, bytes and all.
  *
  * Timeouts are checked by the listener's sweep (`check(nowMs)`), not by a timer per request:
  * head and whole-request deadlines (408), the keep-alive idle limit, the upstream's response
- * head (504) and body idle limits, and the downstream recycling age.
+ * head (504) and body idle limits (the exchange's), and the downstream recycling age.
  */
 import type { Socket } from 'node:net';
-import type { Attempt, AttemptRequest } from '../../cluster/attempt.js';
-import type { RequestOutcome } from '../../cluster/cluster-options.js';
-import { type AttemptFailure, classifyFailure, outcomeOf } from '../../cluster/retry-policy.js';
-import type { Clock } from '../../core/clock.js';
-import { EvenlbError } from '../../core/errors.js';
-import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
-import type { ListenerLimits } from '../config-schema.js';
-import { downstreamRawHeaders, requestFraming, serializeHeaders, upstreamRequestHeaders } from '../hop-headers.js';
-import type { L7State } from '../l7-listener.js';
-import { rawReply, statusForError } from '../local-reply.js';
-import type { ProxyCluster } from '../proxy-cluster.js';
-import { isValidHost, splitRequestTarget } from '../route-table.js';
+import { rawReply } from '../local-reply.js';
 import { ChunkedScanner } from './chunked-scanner.js';
-import { isHeadError, named, parseRequestHead, type RequestHead, type ResponseHead } from './message-head.js';
-import type { Http1Upstream, ResponseSink, UpstreamConnection } from './upstream-pool.js';
+import type { Http1Context } from './http1-context.js';
+import { isHeadError, parseRequestHead, type RequestHead } from './message-head.js';
+import { routeRequest } from './request-route.js';
+import { spliceUpgrade } from './upgrade-tunnel.js';
+import { type ExchangeOwner, UpstreamExchange } from './upstream-exchange.js';
 
-/** What a downstream connection needs from its listener. */
-export interface Http1Context {
-  readonly listener: string;
-  readonly proto: 'http' | 'https';
-  readonly limits: ListenerLimits;
-  /** `listeners[].trustForwardedHeaders`: keep the client's forwarding headers. */
-  readonly trustForwarded: boolean;
-  readonly metrics: ProxyMetrics;
-  readonly clock: Clock;
-  /** Downstream recycling (`listeners[].recycle`); undefined = connections live on. */
-  readonly recycle: LifetimePolicy | undefined;
-  state(): L7State;
-  /** `X-Forwarded-Client-Cert` for the socket's verified client certificate, if any. */
-  clientCert(socket: Socket): string | undefined;
-  /** Gives the socket (and the bytes read but not handled) to the listener's `node:http` server. */
-  handoff(socket: Socket, pending: Buffer | undefined): void;
-  /** Writes an access-log line (called only when the access log is on). */
-  access(entry: AccessEntry): void;
-  /** The connection is done with this data path (closed or handed off). */
-  released(conn: Http1Downstream): void;
-}
+export type { AccessEntry, Http1Context } from './http1-context.js';
 
-export interface AccessEntry {
-  readonly client: string | undefined;
-  readonly method: string;
-  readonly path: string;
-  readonly status: number;
-  readonly reason: string | undefined;
-  readonly startMs: number;
-  readonly cluster: string;
-}
-
-/** Request body bytes held while the upstream socket connects before the client is paused. */
-const MAX_PENDING_BODY_BYTES = 64 * 1024;
-/** Response bodies up to this size leave in the same write as their head. */
-const COALESCE_BYTES = 16 * 1024;
 /** A recycled connection past its age closes once it has been quiet this long. */
 const IDLE_CLOSE_DELAY_MS = 250;
 
@@ -83,14 +38,11 @@ const S_BODY = 1;
 const S_WAIT = 2;
 const S_CLOSED = 3;
 
-export class Http1Downstream implements ResponseSink {
+export class Http1Downstream {
   readonly socket: Socket;
   readonly #ctx: Http1Context;
-  readonly #clientAddress: string;
-  readonly #clientCert: string | undefined;
-  readonly #openedAtMs: number;
-  readonly #maxAgeMs: number | undefined;
-  #requests = 0;
+  readonly #client: { readonly address: string; readonly cert: string | undefined };
+  readonly #exchange: UpstreamExchange;
   #state = S_HEAD;
   #buf: Buffer | undefined;
   #paused = false;
@@ -98,69 +50,72 @@ export class Http1Downstream implements ResponseSink {
   #events = 0;
   /** Request heads parsed on this connection. */
   #heads = 0;
-  /** Upstream attempts (a retry is a new attempt) and upstream reads, for the sweep. */
-  #attempts = 0;
-  #upReads = 0;
   /** What the sweep saw last, and since when. */
-  readonly #timing = {
-    events: 0,
-    quietSinceMs: 0,
-    headSeq: 0,
-    headSinceMs: 0,
-    bodySeq: 0,
-    bodySinceMs: 0,
-    attempt: 0,
-    attemptSinceMs: 0,
-    upReads: 0,
-    upQuietSinceMs: 0,
-  };
+  readonly #timing = { events: 0, quietSinceMs: 0, headSeq: 0, headSinceMs: 0, bodySeq: 0, bodySinceMs: 0 };
   // ---- the current request ----
   #method = '';
   #path = '';
-  #cluster: ProxyCluster | undefined;
-  #upstream: Http1Upstream | undefined;
-  /** The TLS server name for the upstream socket ('' for plain HTTP). */
-  #servername = '';
-  #ticket: Attempt | undefined;
-  #conn: UpstreamConnection | undefined;
-  #upHead = '';
-  /** The protocols an upgrade request asks for (WebSocket...); undefined for plain requests. */
-  #upgrade: string | undefined;
   /** When the request began (clock ms), read only for the access log. */
   #requestStartMs = 0;
   #bodyRemaining = 0;
   #scanner: ChunkedScanner | undefined;
-  #hasBody = false;
-  #pendingBody: Buffer[] | undefined;
-  #pendingBytes = 0;
   #closeAfter = false;
-  #status = 0;
-  #responded = false;
-  /** A response head not written yet (see `onResponseHead`). */
-  #headOut: string | undefined;
-  #swallow = false;
+  // ---- recycling (`listeners[].recycle`) ----
+  readonly #openedAtMs: number;
+  readonly #maxAgeMs: number | undefined;
+  /** Requests forwarded on this connection. */
+  #requests = 0;
   readonly #onData = (chunk: Buffer): void => this.#read(chunk);
   readonly #onEnd = (): void => this.#peerEnded();
   readonly #onClose = (): void => this.#closed();
   readonly #onError = (): void => {};
-  readonly #resumeSelf = (): void => this.#resumeReading();
-  readonly #resumeUpstream = (): void => {
-    this.#conn?.socket.resume();
-  };
 
   constructor(socket: Socket, ctx: Http1Context) {
     this.socket = socket;
     this.#ctx = ctx;
-    this.#clientAddress = socket.remoteAddress ?? '';
-    this.#clientCert = ctx.clientCert(socket);
+    this.#client = { address: socket.remoteAddress ?? '', cert: ctx.clientCert(socket) };
     const now = ctx.clock.now();
     this.#openedAtMs = now;
     this.#timing.quietSinceMs = now;
     this.#maxAgeMs = ctx.recycle?.drawMaxAgeMs();
+    this.#exchange = new UpstreamExchange(this.#owner());
     socket.on('data', this.#onData);
     socket.on('end', this.#onEnd);
     socket.on('close', this.#onClose);
     socket.on('error', this.#onError);
+  }
+
+  /** What the exchange may do to this connection (private state stays private). */
+  #owner(): ExchangeOwner {
+    return {
+      socket: this.socket,
+      closed: () => this.#state === S_CLOSED,
+      bodyDone: () => this.#state !== S_BODY,
+      closeAfter: () => this.#closeAfter,
+      setCloseAfter: () => {
+        this.#closeAfter = true;
+      },
+      paused: () => this.#paused,
+      pauseClient: () => this.#pause(),
+      resumeClient: () => this.#resumeReading(),
+      answered: (status, reason) => this.#answered(status, reason),
+      failRequest: (status, reason) => this.#failRequest(status, reason),
+      next: () => this.#next(),
+      cut: (reason) => {
+        this.#answered(0, reason);
+        this.#destroy();
+      },
+      abortAll: () => this.#abortAll(),
+      upgraded: (conn, head, rest) => {
+        this.#answered(101, undefined);
+        this.#state = S_CLOSED;
+        this.#detach();
+        const early = this.#buf;
+        this.#buf = undefined;
+        spliceUpgrade(this.socket, conn.socket, head, this.#exchange.upgrade ?? '', rest, early);
+        if (this.#paused) this.socket.resume();
+      },
+    };
   }
 
   /** Starts reading, with bytes already read from the socket (the protocol sniff). */
@@ -182,9 +137,8 @@ export class Http1Downstream implements ResponseSink {
 
   /**
    * Timeouts and recycling age; called by the listener's sweep. The hot path keeps counters
-   * only (reads, requests, upstream attempts, upstream reads); the sweep notes when each last
-   * changed, so deadlines are measured to within one sweep interval without reading the
-   * clock per request.
+   * only (reads, requests); the sweep notes when each last changed, so deadlines are measured
+   * to within one sweep interval without reading the clock per request.
    */
   check(nowMs: number): void {
     const t = this.#timing;
@@ -214,36 +168,19 @@ export class Http1Downstream implements ResponseSink {
         }
         return;
       case S_BODY:
-      case S_WAIT: {
+      case S_WAIT:
         if (this.#state === S_BODY && limits.requestTimeoutMs > 0) {
           if (t.bodySeq !== this.#heads) {
             t.bodySeq = this.#heads;
             t.bodySinceMs = nowMs;
           } else if (nowMs - t.bodySinceMs >= limits.requestTimeoutMs) {
-            if (this.#responded) this.#abortAll();
+            if (this.#exchange.responded) this.#abortAll();
             else this.#failRequest(408, 'request-timeout');
             return;
           }
         }
-        const cfg = this.#cluster?.config;
-        if (cfg === undefined || this.#conn === undefined) return;
-        if (t.attempt !== this.#attempts) {
-          t.attempt = this.#attempts;
-          t.attemptSinceMs = nowMs;
-        }
-        if (t.upReads !== this.#upReads) {
-          t.upReads = this.#upReads;
-          t.upQuietSinceMs = nowMs;
-        }
-        if (!this.#responded) {
-          if (cfg.requestTimeoutMs > 0 && nowMs - t.attemptSinceMs >= cfg.requestTimeoutMs) {
-            this.#upstreamFailed(new EvenlbError('EVENLB_TIMEOUT', 'upstream sent no response head in time'), false);
-          }
-        } else if (cfg.bodyTimeoutMs > 0 && nowMs - t.upQuietSinceMs >= cfg.bodyTimeoutMs) {
-          this.#abortAll();
-        }
+        this.#exchange.check(nowMs);
         return;
-      }
       default:
         return;
     }
@@ -264,10 +201,7 @@ export class Http1Downstream implements ResponseSink {
       case S_WAIT:
         // Pipelined: keep it for later, but not without bound.
         this.#buf = this.#buf === undefined ? chunk : Buffer.concat([this.#buf, chunk]);
-        if (this.#buf.length > this.#ctx.limits.maxHeaderBytes && !this.#paused) {
-          this.#paused = true;
-          this.socket.pause();
-        }
+        if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.#pause();
         return;
       default:
         return;
@@ -299,80 +233,26 @@ export class Http1Downstream implements ResponseSink {
       this.#handoff(buf);
       return;
     }
-    const method = head.method;
-    this.#method = method;
-    this.#hasBody = head.chunked || head.contentLength > 0;
+    const hasBody = head.chunked || head.contentLength > 0;
+    this.#method = head.method;
     this.#closeAfter = head.close;
     this.#path = head.target;
-    if (method === 'CONNECT') {
-      this.#reject(405, 'method-not-allowed', true);
+    const route = routeRequest(head, hasBody, ctx, this.#client);
+    if (route.type === 'reject') {
+      this.#reject(route.status, route.reason, route.close);
       return;
     }
-    // Protocol upgrades (WebSocket) are tunnelled after the upstream's 101; an `h2c` upgrade
-    // is declined by ignoring it (RFC 9113 §3.1 leaves that to the server), as is an upgrade
-    // with a body.
-    let upgrade = head.upgrade;
-    if (upgrade !== undefined && /(^|[\s,])h2c([\s,]|$)/i.test(upgrade)) upgrade = undefined;
-    if (upgrade !== undefined && this.#hasBody) {
-      this.#reject(400, 'bad-request', true);
-      return;
-    }
-    this.#upgrade = upgrade;
-    const target = splitRequestTarget(head.target, head.host);
-    if (target === undefined) {
-      this.#reject(400, 'bad-request-target', true);
-      return;
-    }
-    if (
-      (target.host !== undefined && !isValidHost(target.host)) ||
-      (head.host !== undefined && !isValidHost(head.host))
-    ) {
-      this.#reject(400, 'bad-host', true);
-      return;
-    }
-    const state = ctx.state();
-    this.#requestStartMs = state.accessLog ? ctx.clock.now() : 0;
-    const match = state.routes.match(target.host, target.path, target.absolute);
-    if (match === undefined) {
-      this.#reject(404, 'no-route', this.#hasBody);
-      return;
-    }
-    const cluster = match.cluster;
-    const upstream = cluster.h1;
-    if (upstream === undefined) {
-      if (upgrade !== undefined) {
-        this.#reject(501, 'upgrade-not-supported', true);
-        return;
-      }
+    if (route.type === 'handoff') {
       this.#handoff(buf);
       return;
     }
-    const unavailable = cluster.unavailableReason();
-    if (unavailable !== undefined) {
-      this.#reject(503, unavailable, this.#hasBody);
-      return;
-    }
+    this.#requestStartMs = ctx.state().accessLog ? ctx.clock.now() : 0;
+    this.#path = route.path;
     this.#requests++;
-    if (this.#ctx.recycle !== undefined && this.#recycleNow()) this.#closeAfter = true;
-    this.#cluster = cluster;
-    this.#upstream = upstream;
-    this.#servername = cluster.servernameFor(target.host);
-    this.#path = target.path;
-    const headers = upstreamRequestHeaders(head.headers, {
-      clientAddress: this.#clientAddress,
-      proto: ctx.proto,
-      host: target.host ?? '',
-      version: '1.1',
-      hostRewrite: cluster.config.hostRewrite,
-      clientCert: this.#clientCert,
-      trustForwarded: ctx.trustForwarded,
-    });
-    // The framing is the proxy's own, from what it parsed: never a header copied from the client.
-    this.#upHead = `${method} ${target.path} HTTP/1.1\r\n${serializeHeaders(headers)}${requestFraming(head.chunked, head.contentLength)}${upgrade === undefined ? '' : `connection: upgrade\r\nupgrade: ${upgrade}\r\n`}\r\n`;
-    this.#status = 0;
-    this.#responded = false;
-    this.#swallow = false;
-    if (this.#hasBody) {
+    if (ctx.recycle !== undefined && this.#recycleNow()) this.#closeAfter = true;
+    const exchange = this.#exchange;
+    exchange.start(route, head.method, hasBody);
+    if (hasBody) {
       this.#state = S_BODY;
       if (head.chunked) {
         this.#scanner = new ChunkedScanner(ctx.limits.maxHeaderBytes);
@@ -389,7 +269,7 @@ export class Http1Downstream implements ResponseSink {
     } else {
       this.#state = S_WAIT;
     }
-    this.#dispatch();
+    exchange.send();
   }
 
   /** Recycling: is the request just started the connection's last? */
@@ -417,37 +297,22 @@ export class Http1Downstream implements ResponseSink {
       }
       done = scanner.done;
     }
-    if (end > from) this.#forward(from === 0 && end === len ? chunk : chunk.subarray(from, end));
+    if (end > from) this.#exchange.forward(from === 0 && end === len ? chunk : chunk.subarray(from, end));
     if (!done) return;
     this.#state = S_WAIT;
-    if (this.#conn !== undefined && this.#pendingBody === undefined) this.#conn.requestSent = true;
+    this.#exchange.bodySent();
     if (end < len) {
       this.#buf = chunk.subarray(end);
-      if (this.#buf.length > this.#ctx.limits.maxHeaderBytes && !this.#paused) {
-        this.#paused = true;
-        this.socket.pause();
-      }
+      if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.#pause();
     }
   }
 
-  /** Request body bytes to the upstream, or held until its socket is connected. */
-  #forward(part: Buffer): void {
-    const conn = this.#conn;
-    if (conn === undefined || this.#pendingBody !== undefined) {
-      if (this.#pendingBody === undefined) this.#pendingBody = [];
-      this.#pendingBody.push(part);
-      this.#pendingBytes += part.length;
-      if (this.#pendingBytes > MAX_PENDING_BODY_BYTES && !this.#paused) {
-        this.#paused = true;
-        this.socket.pause();
-      }
-      return;
-    }
-    if (!conn.socket.write(part) && !this.#paused) {
-      this.#paused = true;
-      this.socket.pause();
-      conn.socket.once('drain', this.#resumeSelf);
-    }
+  /** Stops reading the client; false when it was paused already. */
+  #pause(): boolean {
+    if (this.#paused) return false;
+    this.#paused = true;
+    this.socket.pause();
+    return true;
   }
 
   #resumeReading(): void {
@@ -457,257 +322,9 @@ export class Http1Downstream implements ResponseSink {
   }
 
   #malformedBody(): void {
-    if (this.#ticket !== undefined || this.#conn !== undefined) {
-      // Part of the body already went upstream: that request is lost, and so is the connection.
-      this.#abortUpstream('aborted');
-    }
+    // Part of the body may have gone upstream: that request is lost, and so is the connection.
+    if (this.#exchange.active) this.#exchange.abort('aborted');
     this.#reject(400, 'bad-request', true);
-  }
-
-  // ---- sending upstream ----
-
-  #dispatch(): void {
-    this.#send((this.#cluster as ProxyCluster).cluster.acquire());
-  }
-
-  /** Sends the request on `attempt` (the first, or the one the cluster's retry policy handed out). */
-  #send(attempt: Attempt | EvenlbError): void {
-    if (attempt instanceof EvenlbError) {
-      const { status, reason } = statusForError(attempt);
-      this.#failRequest(status, reason);
-      return;
-    }
-    this.#ticket = attempt;
-    const conn = (this.#upstream as Http1Upstream).connectionFor(attempt.endpoint, this.#servername).acquire(this);
-    if (conn !== undefined) this.#attach(conn);
-  }
-
-  /** What the cluster's retry policy reads about the current request. */
-  #request(responded: boolean): AttemptRequest {
-    // The body is streamed, not kept: only a bodiless request can be sent twice. (A connect
-    // failure is retried anyway: nothing was written, the body is still held.)
-    return { method: this.#method, replayable: !this.#hasBody, responded };
-  }
-
-  onConnection(conn: UpstreamConnection | Error): void {
-    if (this.#state === S_CLOSED || this.#ticket === undefined) {
-      if (!(conn instanceof Error)) conn.pool.release(conn, true);
-      return;
-    }
-    if (conn instanceof Error) {
-      this.#upstreamFailed(conn, false, true);
-      return;
-    }
-    this.#attach(conn);
-  }
-
-  #attach(conn: UpstreamConnection): void {
-    this.#conn = conn;
-    this.#attempts++;
-    const socket = conn.socket;
-    const pending = this.#pendingBody;
-    if (pending === undefined) {
-      conn.send(this, this.#upHead, this.#method === 'HEAD', this.#upgrade !== undefined);
-    } else {
-      socket.cork();
-      conn.send(this, this.#upHead, this.#method === 'HEAD', this.#upgrade !== undefined);
-      this.#pendingBody = undefined;
-      this.#pendingBytes = 0;
-      let ok = true;
-      for (const part of pending) ok = socket.write(part);
-      socket.uncork();
-      if (this.#paused && ok) this.#resumeReading();
-      else if (!ok && !this.#paused) {
-        this.#paused = true;
-        this.socket.pause();
-      }
-      if (!ok) socket.once('drain', this.#resumeSelf);
-    }
-    if (this.#state !== S_BODY) conn.requestSent = true;
-  }
-
-  // ---- the response (ResponseSink) ----
-
-  onResponseHead(head: ResponseHead): void {
-    this.#responded = true;
-    this.#upReads++;
-    const ticket = this.#ticket;
-    if (
-      head.status >= 500 &&
-      ticket !== undefined &&
-      ticket.wouldRetry({ type: 'status', status: head.status }, this.#request(false))
-    ) {
-      this.#status = head.status;
-      this.#swallow = true;
-      return;
-    }
-    this.#status = head.status;
-    // The framing the client sees is written here from what the parser decided, never copied:
-    // one Content-Length, or chunked, or no length and the connection closes after the body.
-    let extra = '';
-    const status = head.status;
-    if (status === 204 || status < 200) {
-      // no body and no framing header
-    } else if (head.chunked) {
-      extra = `transfer-encoding: ${head.transferEncoding}\r\n`;
-    } else if (head.transferEncoding === undefined && head.contentLength >= 0) {
-      extra = `content-length: ${head.contentLength}\r\n`;
-    } else if (!this.#bodyless(status)) {
-      // Ends when the upstream closes: so must the client connection.
-      this.#closeAfter = true;
-    }
-    // A response before the whole request arrived: the rest of the request cannot be read.
-    if (this.#state === S_BODY) this.#closeAfter = true;
-    if (this.#closeAfter) extra += 'connection: close\r\n';
-    const list = downstreamRawHeaders(head.headers, '1.1');
-    // Held until the first body bytes (or the end): a small response leaves in one write.
-    this.#headOut = `HTTP/1.1 ${head.status} ${head.statusText}\r\n${serializeHeaders(list)}${extra}\r\n`;
-  }
-
-  onUpgrade(conn: UpstreamConnection, head: ResponseHead, rest: Buffer): void {
-    const up = conn.socket;
-    const client = this.socket;
-    this.#conn = undefined;
-    this.#responded = true;
-    this.#status = 101;
-    this.#endTicket('success');
-    this.#answered(101, undefined);
-    let protocol = this.#upgrade as string;
-    for (let i = 0; i < head.headers.length; i += 2) {
-      const name = head.headers[i] as string;
-      if (name.length === 7 && named(name, 'upgrade')) protocol = head.headers[i + 1] as string;
-    }
-    const list = downstreamRawHeaders(head.headers, '1.1');
-    const out = `HTTP/1.1 101 ${head.statusText}\r\n${serializeHeaders(list)}connection: upgrade\r\nupgrade: ${protocol}\r\n\r\n`;
-    // From here on both sockets carry the upgraded protocol: splice them, with backpressure.
-    this.#state = S_CLOSED;
-    this.#detach();
-    client.on('error', () => {});
-    client.write(out, 'latin1');
-    if (rest.length > 0) client.write(rest);
-    const early = this.#buf;
-    this.#buf = undefined;
-    if (early !== undefined) up.write(early);
-    const teardown = (): void => {
-      client.destroy();
-      up.destroy();
-    };
-    client.once('close', teardown);
-    up.once('close', teardown);
-    client.pipe(up);
-    up.pipe(client);
-    if (this.#paused) client.resume();
-  }
-
-  #bodyless(status: number): boolean {
-    return this.#method === 'HEAD' || status === 204 || status === 304;
-  }
-
-  onResponseBody(chunk: Buffer): void {
-    if (this.#swallow) return;
-    this.#upReads++;
-    let ok: boolean;
-    const head = this.#headOut;
-    if (head === undefined) ok = this.socket.write(chunk);
-    else {
-      this.#headOut = undefined;
-      if (chunk.length <= COALESCE_BYTES) {
-        const out = Buffer.allocUnsafe(head.length + chunk.length);
-        out.write(head, 0, 'latin1');
-        chunk.copy(out, head.length);
-        ok = this.socket.write(out);
-      } else {
-        this.socket.write(head, 'latin1');
-        ok = this.socket.write(chunk);
-      }
-    }
-    if (!ok) {
-      const conn = this.#conn;
-      if (conn !== undefined) {
-        conn.socket.pause();
-        this.socket.once('drain', this.#resumeUpstream);
-      }
-    }
-  }
-
-  flush(): void {
-    const head = this.#headOut;
-    if (head !== undefined) {
-      this.#headOut = undefined;
-      this.socket.write(head, 'latin1');
-    }
-  }
-
-  onResponseEnd(): void {
-    this.#conn = undefined;
-    if (this.#swallow) {
-      this.#swallow = false;
-      // Withheld because the policy would retry it; if it no longer can, nothing of the answer is left to show.
-      if (!this.#retry({ type: 'status', status: this.#status }, false)) this.#failRequest(502, 'upstream-error');
-      return;
-    }
-    const status = this.#status;
-    this.#endTicket(status >= 500 ? 'http-error' : 'success');
-    this.#answered(status, undefined);
-    this.#next();
-  }
-
-  onUpstreamError(err: Error, responded: boolean): void {
-    this.#upstreamFailed(err, responded);
-  }
-
-  #upstreamFailed(err: Error, responded: boolean, connectFailure = false): void {
-    const conn = this.#conn;
-    this.#conn = undefined;
-    if (conn !== undefined && !conn.closed) conn.abort('error');
-    // A response head still held (no body byte was forwarded) was never sent: the client gets
-    // a 502 instead of a cut connection.
-    const held = this.#headOut !== undefined;
-    this.#headOut = undefined;
-    const failure: AttemptFailure = connectFailure
-      ? { type: 'connect-failure' }
-      : classifyFailure(err, true, conn?.reused === true);
-    if (this.#state === S_CLOSED) {
-      this.#endTicket(outcomeOf(failure));
-      return;
-    }
-    const headSent = this.#responded && !this.#swallow && !held;
-    if (headSent) {
-      // The client has part of a response: all that can be done is to cut it.
-      this.#endTicket(outcomeOf(failure));
-      this.#answered(0, 'upstream-error');
-      this.#destroy();
-      return;
-    }
-    if (this.#retry(failure, responded && !this.#swallow)) return;
-    const { status, reason } = statusForError(err);
-    this.#failRequest(status, reason);
-  }
-
-  /**
-   * Ends the current attempt as failed by `failure` and sends the request again when the
-   * cluster's one retry policy hands out another attempt (counted once, by the cluster). False
-   * when it does not (the attempt is ended either way); a local reply has been sent when the
-   * cluster named why (`EVENLB_NO_ENDPOINTS`...).
-   */
-  #retry(failure: AttemptFailure, responded: boolean): boolean {
-    const ticket = this.#ticket;
-    this.#ticket = undefined;
-    if (ticket === undefined) return false;
-    const next = ticket.retry(failure, this.#request(responded));
-    if (next === undefined) return false;
-    this.#responded = false;
-    this.#swallow = false;
-    this.#status = 0;
-    this.#send(next);
-    return true;
-  }
-
-  #endTicket(outcome: RequestOutcome): void {
-    const t = this.#ticket;
-    if (t === undefined) return;
-    this.#ticket = undefined;
-    t.end(outcome);
   }
 
   // ---- ending requests and the connection ----
@@ -715,16 +332,15 @@ export class Http1Downstream implements ResponseSink {
   #answered(status: number, reason: string | undefined): void {
     const ctx = this.#ctx;
     ctx.metrics.observeDownstream(ctx.listener, status);
-    const state = ctx.state();
-    if (state.accessLog) {
+    if (ctx.state().accessLog) {
       ctx.access({
-        client: this.#clientAddress,
+        client: this.#client.address,
         method: this.#method,
         path: this.#path,
         status,
         reason,
         startMs: this.#requestStartMs,
-        cluster: this.#cluster?.name ?? '',
+        cluster: this.#exchange.cluster?.name ?? '',
       });
     }
   }
@@ -759,11 +375,8 @@ export class Http1Downstream implements ResponseSink {
   /** The exchange is over: next request, or close. */
   #next(): void {
     this.#events++;
-    this.#cluster = undefined;
-    this.#upstream = undefined;
+    this.#exchange.reset();
     this.#scanner = undefined;
-    this.#pendingBody = undefined;
-    this.#pendingBytes = 0;
     if (this.#closeAfter || this.#state === S_BODY) {
       this.#end();
       return;
@@ -784,7 +397,7 @@ export class Http1Downstream implements ResponseSink {
     // short can never complete: give up on it.
     if (this.#state === S_HEAD) this.#end();
     else if (this.#state === S_BODY) {
-      this.#abortUpstream('aborted');
+      this.#exchange.abort('aborted');
       this.#answered(0, 'client-closed');
       this.#destroy();
     } else this.#closeAfter = true;
@@ -805,24 +418,14 @@ export class Http1Downstream implements ResponseSink {
   }
 
   #abortAll(): void {
-    this.#abortUpstream('transport-error');
+    this.#exchange.abort('transport-error');
     this.#answered(0, 'timeout');
     this.#destroy();
   }
 
-  #abortUpstream(outcome: 'aborted' | 'transport-error'): void {
-    const conn = this.#conn;
-    this.#conn = undefined;
-    if (conn !== undefined) conn.abort('error');
-    else if (this.#ticket !== undefined && this.#upstream !== undefined) {
-      this.#upstream.connectionFor(this.#ticket.endpoint, this.#servername).cancel(this);
-    }
-    this.#endTicket(outcome);
-  }
-
   #closed(): void {
-    if (this.#ticket !== undefined || this.#conn !== undefined) {
-      this.#abortUpstream('aborted');
+    if (this.#exchange.active) {
+      this.#exchange.abort('aborted');
       this.#answered(0, 'client-closed');
     }
     this.#state = S_CLOSED;
