@@ -3,12 +3,12 @@
  * from the target URI, the `Balancer`, the one outlier detector, the one retry policy, stats.
  * The transports that move the bytes:
  *
- * - `h1` (`Http1Upstream`, HTTP/1.1 upstreams, plain or TLS): the proxy's own keep-alive
- *   sockets, used by the HTTP/1.1 data path (`Http1Downstream`), which picks and retries
- *   through `Cluster.acquire()` attempts;
- * - the cluster's own undici pools (`Cluster.dispatch`) for the requests that do not take the
- *   data path to an HTTP/1.1 upstream: HTTP/2 clients, and HTTP/1.0 / `Expect` requests handed
- *   to the listener's node:http server;
+ * - `h1` (`Http1Upstream`, HTTP/1.1 upstreams, plain or TLS): the one pool of keep-alive
+ *   sockets per endpoint (one `connectionsPerEndpoint` cap), used by the HTTP/1.1 data path
+ *   (`Http1Downstream`) and by `forward()` for HTTP/2 clients and the requests node:http serves
+ *   (HTTP/1.0, `Expect`); both pick and retry through `Cluster.acquire()` attempts. The
+ *   cluster's own undici pools (`Cluster.dispatch`) are never used by the proxy, so they never
+ *   open a socket;
  * - `h2` (`H2SessionPool`, `protocol: h2`, gRPC): sessions picked with the cluster's balancer,
  *   stream outcomes fed to the cluster's outlier detector (`Cluster.recordOutcome`).
  *
@@ -19,11 +19,13 @@ import { Cluster } from '../cluster/cluster.js';
 import type { ClusterObserver } from '../cluster/cluster-options.js';
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { createRandom, type Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { H2SessionPool } from '../pool/h2-session-pool.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ClusterConfig } from './config-schema.js';
+import { ForwardedRequest, type ForwardRequest, type ForwardTarget } from './http1/forwarded-request.js';
 import { Http1Upstream } from './http1/upstream-pool.js';
 import { normalizeHost } from './route-table.js';
 
@@ -48,8 +50,7 @@ export class ProxyCluster {
   readonly h2: H2SessionPool | undefined;
   /** The HTTP/1.1 data path's upstream sockets (plain and TLS upstreams); undefined for `h2` clusters. */
   readonly h1: Http1Upstream | undefined;
-  /** `http://` or `https://` plus the cluster name: the origin handed to `Cluster.dispatch`. */
-  readonly origin: string;
+  readonly clock: Clock;
   /** '' (plain HTTP), a configured TLS server name, or undefined: the request's host decides. */
   readonly #fixedServername: string | undefined;
   #closed = false;
@@ -58,6 +59,7 @@ export class ProxyCluster {
     this.name = config.name;
     this.config = config;
     const clock = options.clock ?? systemClock;
+    this.clock = clock;
     const random = options.random ?? createRandom();
     const ca = config.tls?.ca === undefined ? undefined : readFileSync(config.tls.ca);
     const tls =
@@ -70,7 +72,6 @@ export class ProxyCluster {
           };
     const h2 = config.protocol === 'h2';
     const lifetime = config.lifetime ?? {};
-    this.origin = `${tls === undefined ? 'http' : 'https'}://${config.name}`;
     this.cluster = new Cluster({
       name: config.name,
       target: options.source ?? config.target,
@@ -137,6 +138,19 @@ export class ProxyCluster {
     const fixed = this.#fixedServername;
     if (fixed !== undefined) return fixed;
     return host === undefined ? '' : serverName(host);
+  }
+
+  /**
+   * Sends a request that did not come over the HTTP/1.1 data path (an HTTP/2 client, a request
+   * node:http parsed) to this HTTP/1.1 cluster, over the same attempts and socket pool.
+   */
+  forward(req: ForwardRequest, target: ForwardTarget): void {
+    const h1 = this.h1;
+    if (h1 === undefined) {
+      target.onError(new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is not an HTTP/1.1 cluster`));
+      return;
+    }
+    new ForwardedRequest(this, h1, req, target).start();
   }
 
   get balancer(): Cluster['balancer'] {
