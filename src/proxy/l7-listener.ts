@@ -4,8 +4,9 @@
  * plain `net` / `tls` server accepts connections and hands each to the right reader:
  * HTTP/1.1 connections to the proxy's own data path (`Http1Downstream`, strict parsing,
  * keep-alive upstream sockets, one sweep per listener for timeouts), HTTP/2 to a node:http2
- * server. The data path hands the few requests it does not carry (HTTP/1.0, `Expect`, `h2`
- * clusters) to a node:http server with the bytes already read.
+ * server. The data path hands the few requests it does not carry (HTTP/1.0, `h2` clusters)
+ * to a node:http server with the bytes already read; HTTP/1.1 upstreams are reached from there
+ * and from HTTP/2 clients through the same attempts and socket pool (`ProxyCluster.forward`).
  *
  * Hardening on that node:http side matches the data path's: Node's strict parser
  * (`insecureHTTPParser: false`) rejects Content-Length with Transfer-Encoding, conflicting

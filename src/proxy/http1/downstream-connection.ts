@@ -11,8 +11,9 @@
  * Refused without forwarding a byte: malformed or smuggling-prone heads and chunked bodies
  * (400, connection closed), oversized heads (431), and what `routeRequest` refuses (CONNECT,
  * unknown hosts...). An upgrade request (WebSocket) goes to one picked endpoint; after its 101
- * the two sockets are spliced (`spliceUpgrade`). Requests this path does not carry (HTTP/1.0,
- * `Expect`, `h2` clusters) hand the connection to the listener's `node:http` server, bytes and all.
+ * the two sockets are spliced (`spliceUpgrade`). `Expect: 100-continue` is answered here. Requests
+ * this path does not carry (HTTP/1.0, see `#begin`; `h2` clusters) hand the connection to the
+ * listener's `node:http` server, bytes and all.
  *
  * Timeouts are checked by the listener's sweep (`check(nowMs)`), not by a timer per request:
  * head and whole-request deadlines (408), the keep-alive idle limit, the upstream's response
@@ -23,13 +24,15 @@ import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
 import { rawReply } from '../local-reply.js';
 import { ChunkedScanner } from './chunked-scanner.js';
 import type { Http1Context } from './http1-context.js';
-import { isHeadError, parseRequestHead, type RequestHead } from './message-head.js';
+import { isHeadError, named, parseRequestHead, type RequestHead } from './message-head.js';
 import { routeRequest } from './request-route.js';
 import { spliceUpgrade } from './upgrade-tunnel.js';
 import { type ExchangeOwner, UpstreamExchange } from './upstream-exchange.js';
 
 export type { AccessEntry, Http1Context } from './http1-context.js';
 
+/** The interim answer to `Expect: 100-continue`. */
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 /** A recycled connection past its age closes once it has been quiet this long. */
 const IDLE_CLOSE_DELAY_MS = 250;
 
@@ -228,12 +231,16 @@ export class Http1Downstream {
     const rest = head.length < buf.length ? buf.subarray(head.length) : undefined;
     // Pipelined bytes stay buffered: a request refused below leaves the next one to parse.
     this.#buf = rest;
-    if (head.minor === 0 || head.expect) {
-      // HTTP/1.0 framing and `100-continue` are node:http's job.
+    if (head.minor === 0) {
+      // HTTP/1.0 is node:http's: its response must be re-framed for the client (no chunked
+      // coding, close-delimited unless the length is known, keep-alive only when asked for),
+      // while this path forwards the upstream's framing as it is. The request still goes
+      // through the cluster's attempts and the one socket pool (`ProxyCluster.forward`).
       this.#handoff(buf);
       return;
     }
     const hasBody = head.chunked || head.contentLength > 0;
+    if (head.expect && !this.#expectation(head, hasBody)) return;
     this.#method = head.method;
     this.#closeAfter = head.close;
     this.#path = head.target;
@@ -252,6 +259,7 @@ export class Http1Downstream {
     if (ctx.recycle !== undefined && this.#recycleNow()) this.#closeAfter = true;
     const exchange = this.#exchange;
     exchange.start(route, head.method, hasBody);
+    if (head.expect && hasBody) this.socket.write(CONTINUE, 'latin1');
     if (hasBody) {
       this.#state = S_BODY;
       if (head.chunked) {
@@ -270,6 +278,22 @@ export class Http1Downstream {
       this.#state = S_WAIT;
     }
     exchange.send();
+  }
+
+  /**
+   * `Expect` (RFC 9110 §10.1.1): `100-continue` is answered here — the client may send its body
+   * — once the request is routed (the upstream never sees the header); any other expectation
+   * gets 417. False when the request was refused.
+   */
+  #expectation(head: RequestHead, hasBody: boolean): boolean {
+    for (let i = 0; i < head.headers.length; i += 2) {
+      const name = head.headers[i] as string;
+      if (name.length !== 6 || !named(name, 'expect')) continue;
+      if ((head.headers[i + 1] as string).trim().toLowerCase() === '100-continue') continue;
+      this.#reject(417, 'expectation-failed', hasBody);
+      return false;
+    }
+    return true;
   }
 
   /** Recycling: is the request just started the connection's last? */
