@@ -10,10 +10,14 @@
  *   with `retries.idempotent: 0` (`reused-connection`);
  * - 503 (the default `retryOn`) with one idempotent retry allowed → retried elsewhere (`idempotent`).
  *
+ * The proxy is reached both by an HTTP/1.1 client (its data path) and by an HTTP/2 client
+ * (forwarded to the HTTP/1.1 upstream over the same attempts and socket pool).
+ *
  * Round-robin starts at a random offset; one request before measuring puts both on the same
  * step (the next pick is the failing endpoint), then the deltas are compared.
  */
 import http from 'node:http';
+import http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { request } from 'undici';
@@ -139,6 +143,20 @@ function proxyGet(port: number, agent: http.Agent, path: string): Promise<number
   });
 }
 
+/** GET over an HTTP/2 session to the proxy. */
+function h2Get(session: http2.ClientHttp2Session, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':path': path, ':authority': 'svc.test' });
+    let status = 0;
+    req.on('response', (h) => {
+      status = Number(h[':status']);
+    });
+    req.on('error', reject);
+    req.resume();
+    req.on('end', () => resolve(status));
+  });
+}
+
 describe('one retry policy through the client and through the proxy', () => {
   const stop: (() => Promise<void>)[] = [];
   afterEach(async () => {
@@ -184,7 +202,7 @@ describe('one retry policy through the client and through the proxy', () => {
     };
   }
 
-  async function viaProxy(c: Case): Promise<Counts> {
+  async function viaProxy(c: Case, client: 'http1' | 'h2'): Promise<Counts> {
     const list = await servers(c);
     const proxy: ProxyServer = await startProxy({
       listeners: [{ name: 'main', address: '127.0.0.1:0' }],
@@ -193,15 +211,25 @@ describe('one retry policy through the client and through the proxy', () => {
     });
     stop.push(() => proxy.close());
     const port = proxy.listenerPort('main') as number;
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    stop.push(async () => agent.destroy());
-    await proxyGet(port, agent, '/r-1');
+    let get: (path: string) => Promise<number>;
+    if (client === 'http1') {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      stop.push(async () => agent.destroy());
+      get = (path) => proxyGet(port, agent, path);
+    } else {
+      const session = http2.connect(`http://127.0.0.1:${port}`);
+      stop.push(async () => {
+        session.close();
+      });
+      get = (path) => h2Get(session, path);
+    }
+    await get('/r-1');
     const cluster = proxy.clusters.get('svc')?.cluster;
     if (cluster === undefined) throw new Error('no cluster');
     const before = fromStats(cluster.stats());
     const hits = list.reduce((n, s) => n + s.hits, 0);
     const statuses: number[] = [];
-    for (let i = 0; i < c.requests; i++) statuses.push(await proxyGet(port, agent, `/r${i}`));
+    for (let i = 0; i < c.requests; i++) statuses.push(await get(`/r${i}`));
     return {
       statuses,
       hits: list.reduce((n, s) => n + s.hits, 0) - hits,
@@ -218,20 +246,21 @@ describe('one retry policy through the client and through the proxy', () => {
   for (const c of cases) {
     test(c.name, async () => {
       const client = await viaClient(c);
-      const proxied = await viaProxy(c);
       // The failure happened and was retried: every request answered 200 after one retry.
       expect(client.statuses).toEqual(client.statuses.map(() => 200));
       expect(client.retries).toBe(c.requests);
       expect(client.metric).toBe(client.retries);
       expect(client.attempts).toBe(2 * c.requests);
-      // ... and the proxy did exactly the same, counted in the same stats.
-      expect(proxied).toEqual({
+      // ... and the proxy did exactly the same, counted in the same stats, whatever its client spoke.
+      const same = {
         statuses: client.statuses,
         hits: client.hits,
         attempts: client.attempts,
         errors: client.errors,
         retries: client.retries,
-      });
+      };
+      expect(await viaProxy(c, 'http1')).toEqual(same);
+      expect(await viaProxy(c, 'h2')).toEqual(same);
     });
   }
 });
