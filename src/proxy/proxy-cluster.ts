@@ -197,6 +197,6 @@ export class ProxyCluster {
 
   async destroy(err?: Error): Promise<void> {
     this.#closed = true;
-    await Promise.all([this.h2?.destroy(err), this.h1?.destroy(), this.cluster.destroy(err)]);
+    await Promise.all([this.h2?.destroy(err), this.h1?.destroy(err), this.cluster.destroy(err)]);
   }
 }

@@ -90,6 +90,12 @@ export class Http1EndpointPool {
    * once a socket is connected (or with the error when dialling failed).
    */
   acquire(sink: ResponseSink): UpstreamConnection | undefined {
+    if (this.draining) {
+      // A pool handed out after its transport shut down: no new sockets.
+      const err = upstreamError(ErrorCodes.CLOSED, `endpoint ${this.endpoint.key} is draining`);
+      queueMicrotask(() => sink.onConnection(err));
+      return undefined;
+    }
     const now = this.#s.clock.now();
     const idle = this.#idle;
     while (idle.length > 0) {
@@ -246,9 +252,13 @@ export class Http1EndpointPool {
     this.#owner.poolChanged(this);
   }
 
-  /** Destroys every socket. */
-  destroy(): void {
+  /** Destroys every socket: the requests on them and those waiting for one fail with `err`. */
+  destroy(err: Error): void {
     this.draining = true;
-    for (const conn of this.#all) conn.abort('shutdown');
+    for (const w of this.#waiting.splice(0)) w.onConnection(err);
+    for (const conn of [...this.#all]) {
+      conn.retireReason ??= 'shutdown';
+      conn.socket.destroy(err);
+    }
   }
 }

@@ -9,6 +9,7 @@ import type { EndpointTransport } from '../../cluster/attempt.js';
 import type { Cluster } from '../../cluster/cluster.js';
 import type { TimerHandle } from '../../core/clock.js';
 import type { Endpoint } from '../../core/endpoint.js';
+import { ErrorCodes } from '../../core/errors.js';
 import { Shutdown } from '../../core/shutdown.js';
 import type { CloseReason } from '../../pool/lifetime-policy.js';
 import { Http1EndpointPool, type Http1PoolSettings } from './http1-endpoint-pool.js';
@@ -56,6 +57,10 @@ export class Http1Upstream implements EndpointTransport<Http1EndpointPool, [serv
     let pool = this.#pools.get(key);
     if (pool === undefined || pool.draining) {
       pool = new Http1EndpointPool(this, endpoint, this.#settings, servername, key);
+      if (this.#shutdown.closed) {
+        pool.draining = true; // refuses every request (see Http1EndpointPool.acquire)
+        return pool;
+      }
       this.#pools.set(key, pool);
       this.#live.add(pool);
       this.#arm();
@@ -110,10 +115,11 @@ export class Http1Upstream implements EndpointTransport<Http1EndpointPool, [serv
   }
 
   /** Abrupt: every socket is destroyed (their exchanges fail); also settles a pending `close()`. Idempotent. */
-  destroy(_err?: Error): Promise<void> {
+  destroy(err?: Error): Promise<void> {
     return this.#shutdown.destroy(async () => {
       this.#stop();
-      for (const p of [...this.#live]) p.destroy();
+      const error = err ?? Object.assign(new Error('upstream connections destroyed'), { code: ErrorCodes.CLOSED });
+      for (const p of [...this.#live]) p.destroy(error);
     });
   }
 
