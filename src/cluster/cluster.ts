@@ -76,7 +76,9 @@ export class Cluster {
   readonly #clock: Clock;
   readonly #ownsSource: boolean;
   readonly #outlier: OutlierDetector | undefined;
-  readonly #transport: ClusterTransport;
+  /** Its undici pools: made on the first `dispatch` (transports that only `acquire`, like the proxy's, never need them). */
+  #undici: ClusterTransport | undefined;
+  readonly #makeTransport: () => ClusterTransport;
   readonly #observer: ClusterObserver | undefined;
   readonly #entries = new Map<string, EndpointEntry>();
   readonly #waiting = new Set<RoutedRequest>();
@@ -136,17 +138,18 @@ export class Cluster {
         onEject: (key, ms) => this.#observer?.ejected?.(this.name, key, ms),
       });
     }
-    this.#transport = new ClusterTransport(o, random, this.#clock, {
-      opened: (key, known) => {
-        const entry = known ? this.#entries.get(key) : undefined;
-        if (entry !== undefined) entry.connectionsOpened++;
-        this.#observer?.connectionOpened?.(this.name, key);
-      },
-      closed: (key, known, reason) => {
-        this.#observer?.connectionClosed?.(this.name, key, reason);
-        if (known) this.#forgetIfGone(key);
-      },
-    });
+    this.#makeTransport = () =>
+      new ClusterTransport(o, random, this.#clock, {
+        opened: (key, known) => {
+          const entry = known ? this.#entries.get(key) : undefined;
+          if (entry !== undefined) entry.connectionsOpened++;
+          this.#observer?.connectionOpened?.(this.name, key);
+        },
+        closed: (key, known, reason) => {
+          this.#observer?.connectionClosed?.(this.name, key, reason);
+          if (known) this.#forgetIfGone(key);
+        },
+      });
     if (typeof o.target === 'string') {
       this.source = createEndpointSource(o.target, { clock: this.#clock, ...(o.sourceOptions ?? {}) });
       this.#ownsSource = true;
@@ -322,8 +325,8 @@ export class Cluster {
       nowMs: this.#clock.now(),
       balancer: this.balancer,
       entries: this.#entries,
-      poolsOf: (key) => this.#transport.poolsOf(key),
-      pools: this.#transport.legacyPools(),
+      poolsOf: (key) => this.#undici?.poolsOf(key) ?? [],
+      pools: this.#undici?.legacyPools() ?? [].values(),
       externalConnections: this.#externalConnections,
       timesEjected: (key) => this.#outlier?.state(key).timesEjected ?? 0,
     });
@@ -337,7 +340,7 @@ export class Cluster {
   close(): Promise<void> {
     return this.#shutdown.close(async () => {
       this.#stop(undefined);
-      await this.#transport.close();
+      await this.#undici?.close();
       if (this.#ownsSource) await this.source.close();
     });
   }
@@ -350,7 +353,7 @@ export class Cluster {
     return this.#shutdown.destroy(async () => {
       const error = err ?? closedError(this.name);
       this.#stop(error);
-      await this.#transport.destroy(error);
+      await this.#undici?.destroy(error);
       if (this.#ownsSource) await this.source.close();
     });
   }
@@ -381,6 +384,11 @@ export class Cluster {
     this.#entry(endpoint).window.add(Math.floor(startMs / this.#bucketMs));
     request.open(endpoint, startMs);
     this.#transport.connectionFor(endpoint, request.https).dispatch(request);
+  }
+
+  get #transport(): ClusterTransport {
+    this.#undici ??= this.#makeTransport();
+    return this.#undici;
   }
 
   #bind(request: RoutedRequest): void {
@@ -437,7 +445,7 @@ export class Cluster {
     this.balancer.update(snapshot.endpoints);
     this.#outlier?.setEndpoints(snapshot.endpoints);
     const eligible = eligibleKeys(snapshot.endpoints);
-    for (const key of departedEndpoints(this.#entries.keys(), eligible)) this.#transport.drainEndpoint(key);
+    for (const key of departedEndpoints(this.#entries.keys(), eligible)) this.#undici?.drainEndpoint(key);
     for (const [key, entry] of this.#entries) {
       entry.endpoint = snapshot.endpoints.get(key) ?? entry.endpoint;
       this.#forgetIfGone(key);
@@ -457,10 +465,10 @@ export class Cluster {
 
   /** Drops an entry once its endpoint is gone and its pools have nothing left. */
   #forgetIfGone(key: string): void {
-    if (!this.#entries.has(key) || this.balancer.endpointSet.has(key) || this.#transport.busy(key)) return;
+    if (!this.#entries.has(key) || this.balancer.endpointSet.has(key) || this.#undici?.busy(key) === true) return;
     if ((this.balancer.loads.peek(key)?.inFlight ?? 0) > 0) return;
     this.#entries.delete(key);
-    this.#transport.forget(key);
+    this.#undici?.forget(key);
   }
 
   #legacyPool(request: RoutedRequest) {
