@@ -6,9 +6,8 @@
  * - `h1` (`Http1Upstream`, HTTP/1.1 upstreams, plain or TLS): the one pool of keep-alive
  *   sockets per endpoint (one `connectionsPerEndpoint` cap), used by the HTTP/1.1 data path
  *   (`Http1Downstream`) and by `forward()` for HTTP/2 clients and the requests node:http serves
- *   (HTTP/1.0, `Expect`); both pick and retry through `Cluster.acquire()` attempts. The
- *   cluster's own undici pools (`Cluster.dispatch`) are never used by the proxy, so they never
- *   open a socket;
+ *   (HTTP/1.0); both pick and retry through `Cluster.acquire()` attempts. The proxy never
+ *   calls `Cluster.dispatch`, so the cluster never makes its own undici pools;
  * - `h2` (`H2SessionPool`, `protocol: h2`, gRPC): sessions picked with the cluster's balancer,
  *   stream outcomes fed to the cluster's outlier detector (`Cluster.recordOutcome`).
  *
