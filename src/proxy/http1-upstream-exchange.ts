@@ -1,7 +1,7 @@
 /**
  * The response side of a request forwarded to an HTTP/1.1 upstream for a client that is not on
- * the HTTP/1.1 data path: an HTTP/1.1 client node:http parsed (`ServerResponse`: HTTP/1.0,
- * `Expect`) or an HTTP/2 client stream. Each is the `ForwardTarget` of a `ForwardedRequest`:
+ * the HTTP/1.1 data path: an HTTP/1.0 client node:http parsed (`ServerResponse`) or an
+ * HTTP/2 client stream. Each is the `ForwardTarget` of a `ForwardedRequest`:
  * the response head is copied (hop-by-hop headers removed, `Via` added, the framing the
  * proxy's own) and held until the first body bytes, so an upstream that fails before sending
  * any (malformed chunking, a reset) gets the client a 502 rather than a cut; body chunks are

@@ -1,6 +1,6 @@
 /**
  * A request that reached the proxy another way than its HTTP/1.1 data path — from an HTTP/2
- * client, or from the listener's node:http server (HTTP/1.0, `Expect`) — sent to an HTTP/1.1
+ * client, or from the listener's node:http server (HTTP/1.0) — sent to an HTTP/1.1
  * upstream over the same transport: the cluster's attempts (`Cluster.acquire`, one retry
  * policy) and the proxy's one HTTP/1.1 socket pool (`Http1Upstream`). So a cluster has one
  * pool per endpoint and one `connectionsPerEndpoint` cap whatever the client spoke.
