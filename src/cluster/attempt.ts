@@ -13,7 +13,7 @@
  * session) for an endpoint, draining one endpoint (no new work, idle connections close at
  * once, in-flight work finishes), `close()` and `destroy()` under the shared contract
  * (`core/shutdown.ts`). The undici pools (`ClusterTransport`) and HTTP/2 sessions
- * (`H2SessionPool`) implement it; the proxy's HTTP/1.1 upstream can adopt it as it is.
+ * (`H2SessionPool`) and the proxy's HTTP/1.1 sockets (`Http1Upstream`) implement it.
  */
 import type { Endpoint } from '../core/endpoint.js';
 import type { EvenlbError } from '../core/errors.js';
@@ -40,6 +40,12 @@ export interface Attempt {
    * the transport's own error).
    */
   retry(failure: AttemptFailure, request: AttemptRequest): Attempt | EvenlbError | undefined;
+  /**
+   * True when `retry(failure, request)` would hand out another attempt now. A transport asks
+   * before it withholds a `retryOn` response from its caller (it can show nothing of a
+   * response it has discarded). Changes nothing.
+   */
+  wouldRetry(failure: AttemptFailure, request: AttemptRequest): boolean;
 }
 
 /** The retry reasons an attempt chain has used so far. */

@@ -30,7 +30,7 @@ import { OutlierDetector } from '../balancing/outlier-detector.js';
 import type { PickContext } from '../balancing/picker.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
-import { EvenlbError } from '../core/errors.js';
+import type { EvenlbError } from '../core/errors.js';
 import { FeatureGates } from '../core/feature-gates.js';
 import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
@@ -38,7 +38,8 @@ import { createEndpointSource } from '../discovery/create-endpoint-source.js';
 import type { DiscoverySnapshot, EndpointSource } from '../discovery/endpoint-source.js';
 import { departedEndpoints, eligibleKeys } from '../pool/departed-endpoints.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
-import type { Attempt, AttemptRequest } from './attempt.js';
+import type { Attempt } from './attempt.js';
+import { type AttemptHost, attemptOn, firstAttempt } from './attempt-chain.js';
 import { ClusterDispatcher } from './cluster-dispatcher.js';
 import { closedError, noEndpointError, pendingError } from './cluster-errors.js';
 import {
@@ -54,7 +55,7 @@ import { ClusterTransport } from './cluster-transport.js';
 import { EndpointEntry, WINDOW_BUCKETS } from './endpoint-entry.js';
 import { toLegacyHandler } from './handler-adapters.js';
 import { forEndpoint } from './request-headers.js';
-import { type AttemptFailure, noRetries, outcomeOf, RetryPolicy, type RetryReason } from './retry-policy.js';
+import { noRetries, RetryPolicy, type RetryReason } from './retry-policy.js';
 import { type RequestRouter, RoutedRequest } from './routed-request.js';
 
 /** One request sent by a transport the cluster does not own; see `Cluster.acquire()` and `Attempt`. */
@@ -75,7 +76,9 @@ export class Cluster {
   readonly #clock: Clock;
   readonly #ownsSource: boolean;
   readonly #outlier: OutlierDetector | undefined;
-  readonly #transport: ClusterTransport;
+  /** Its undici pools: made on the first `dispatch` (transports that only `acquire`, like the proxy's, never need them). */
+  #undici: ClusterTransport | undefined;
+  readonly #makeTransport: () => ClusterTransport;
   readonly #observer: ClusterObserver | undefined;
   readonly #entries = new Map<string, EndpointEntry>();
   readonly #waiting = new Set<RoutedRequest>();
@@ -84,6 +87,8 @@ export class Cluster {
   readonly #pick: PickContext = {};
   /** What routed requests call back into (kept off the public surface). */
   readonly #router: RequestRouter;
+  /** What attempt chains (`acquire`, `track`) call back into. */
+  readonly #attempts: AttemptHost;
   readonly #bucketMs: number;
   readonly #unsubscribe: () => void;
   #pending = true;
@@ -109,6 +114,15 @@ export class Cluster {
       settle: (r, outcome) => r.endpoint !== undefined && this.#settle(r.endpoint.key, r.startMs, outcome),
       retry: (r, reason) => this.#retry(r, reason),
     };
+    this.#attempts = {
+      retryPolicy: this.retryPolicy,
+      closed: () => this.#closed,
+      pick: (exclude) => this.pickForConnection(exclude),
+      open: (endpoint) => this.#open(endpoint),
+      settle: (key, startMs, outcome) => this.#settle(key, startMs, outcome),
+      retried: (reason) => this.#countRetry(reason),
+      elsewhere: (key) => this.#elsewhere(key),
+    };
     this.#clock = o.clock ?? systemClock;
     const random: Random = o.random ?? createRandom();
     this.#observer = o.observer;
@@ -124,17 +138,18 @@ export class Cluster {
         onEject: (key, ms) => this.#observer?.ejected?.(this.name, key, ms),
       });
     }
-    this.#transport = new ClusterTransport(o, random, this.#clock, {
-      opened: (key, known) => {
-        const entry = known ? this.#entries.get(key) : undefined;
-        if (entry !== undefined) entry.connectionsOpened++;
-        this.#observer?.connectionOpened?.(this.name, key);
-      },
-      closed: (key, known, reason) => {
-        this.#observer?.connectionClosed?.(this.name, key, reason);
-        if (known) this.#forgetIfGone(key);
-      },
-    });
+    this.#makeTransport = () =>
+      new ClusterTransport(o, random, this.#clock, {
+        opened: (key, known) => {
+          const entry = known ? this.#entries.get(key) : undefined;
+          if (entry !== undefined) entry.connectionsOpened++;
+          this.#observer?.connectionOpened?.(this.name, key);
+        },
+        closed: (key, known, reason) => {
+          this.#observer?.connectionClosed?.(this.name, key, reason);
+          if (known) this.#forgetIfGone(key);
+        },
+      });
     if (typeof o.target === 'string') {
       this.source = createEndpointSource(o.target, { clock: this.#clock, ...(o.sourceOptions ?? {}) });
       this.#ownsSource = true;
@@ -198,44 +213,17 @@ export class Cluster {
    */
   acquire(exclude?: string): Attempt | EvenlbError {
     this.#requests++;
-    return this.#pickAttempt(exclude, noRetries());
+    return firstAttempt(this.#attempts, exclude, noRetries());
   }
 
   /** Starts accounting for a request already bound to `endpoint` (legacy mode: the socket's). */
   track(endpoint: Endpoint): Attempt {
     this.#requests++;
-    return this.#attempt(endpoint, noRetries());
+    return attemptOn(this.#attempts, endpoint, noRetries());
   }
 
-  #pickAttempt(exclude: string | undefined, counts: Record<RetryReason, number>): Attempt | EvenlbError {
-    const picked = this.pickForConnection(exclude);
-    return picked instanceof EvenlbError ? picked : this.#attempt(picked, counts);
-  }
-
-  #attempt(endpoint: Endpoint, counts: Record<RetryReason, number>): Attempt {
-    const key = endpoint.key;
-    const startMs = this.#open(endpoint);
-    let open = true;
-    const end = (outcome: RequestOutcome) => {
-      if (!open) return;
-      open = false;
-      this.#settle(key, startMs, outcome);
-    };
-    return {
-      endpoint,
-      end,
-      retry: (failure: AttemptFailure, request: AttemptRequest) => {
-        if (!open) return undefined;
-        end(outcomeOf(failure));
-        const reason = this.retryPolicy.decide(failure, { ...request, done: counts });
-        if (reason === undefined || this.#closed) return undefined;
-        const elsewhere = this.balancer.picker.endpoints.some((t) => t.endpoint.key !== key);
-        if (!elsewhere && reason !== 'reused-connection') return undefined;
-        counts[reason]++;
-        this.#countRetry(reason);
-        return this.#pickAttempt(elsewhere ? key : undefined, counts);
-      },
-    };
+  #elsewhere(key: string | undefined): boolean {
+    return this.balancer.picker.endpoints.some((t) => t.endpoint.key !== key);
   }
 
   /** Starts an attempt's load record and window count on `endpoint`; returns its start time. */
@@ -298,6 +286,16 @@ export class Cluster {
     return () => this.#eligibleListeners.delete(listener);
   }
 
+  /**
+   * The outcome of work a transport balanced on this cluster's `balancer` and load records by
+   * itself (the proxy's HTTP/2 session pool): feeds the cluster's one outlier detector and the
+   * observer; the load record is the transport's.
+   */
+  recordOutcome(endpointKey: string, outcome: RequestOutcome, durationMs: number): void {
+    if (outcome !== 'aborted') this.#outlier?.record(endpointKey, outcome === 'success');
+    this.#observer?.requestEnded?.(this.name, endpointKey, outcome, durationMs);
+  }
+
   /** Reports a connection another transport opened or closed to `endpointKey` (stats and metrics). */
   noteConnection(endpointKey: string, change: 'opened' | 'closed', reason: CloseReason = 'peer'): void {
     const n = (this.#externalConnections.get(endpointKey) ?? 0) + (change === 'opened' ? 1 : -1);
@@ -327,8 +325,8 @@ export class Cluster {
       nowMs: this.#clock.now(),
       balancer: this.balancer,
       entries: this.#entries,
-      poolsOf: (key) => this.#transport.poolsOf(key),
-      pools: this.#transport.legacyPools(),
+      poolsOf: (key) => this.#undici?.poolsOf(key) ?? [],
+      pools: this.#undici?.legacyPools() ?? [].values(),
       externalConnections: this.#externalConnections,
       timesEjected: (key) => this.#outlier?.state(key).timesEjected ?? 0,
     });
@@ -342,7 +340,7 @@ export class Cluster {
   close(): Promise<void> {
     return this.#shutdown.close(async () => {
       this.#stop(undefined);
-      await this.#transport.close();
+      await this.#undici?.close();
       if (this.#ownsSource) await this.source.close();
     });
   }
@@ -355,7 +353,7 @@ export class Cluster {
     return this.#shutdown.destroy(async () => {
       const error = err ?? closedError(this.name);
       this.#stop(error);
-      await this.#transport.destroy(error);
+      await this.#undici?.destroy(error);
       if (this.#ownsSource) await this.source.close();
     });
   }
@@ -388,6 +386,11 @@ export class Cluster {
     this.#transport.connectionFor(endpoint, request.https).dispatch(request);
   }
 
+  get #transport(): ClusterTransport {
+    this.#undici ??= this.#makeTransport();
+    return this.#undici;
+  }
+
   #bind(request: RoutedRequest): void {
     const endpoint = request.connection?.endpoint;
     if (endpoint !== undefined) request.open(endpoint, this.#open(endpoint));
@@ -415,8 +418,7 @@ export class Cluster {
    */
   #retry(request: RoutedRequest, reason: RetryReason): boolean {
     if (this.#closed) return false;
-    const failed = request.endpoint?.key;
-    const elsewhere = this.balancer.picker.endpoints.some((t) => t.endpoint.key !== failed);
+    const elsewhere = this.#elsewhere(request.endpoint?.key);
     if (!elsewhere && reason !== 'reused-connection') return false;
     request.prepareRetry();
     if (!elsewhere) request.exclude = undefined;
@@ -443,7 +445,7 @@ export class Cluster {
     this.balancer.update(snapshot.endpoints);
     this.#outlier?.setEndpoints(snapshot.endpoints);
     const eligible = eligibleKeys(snapshot.endpoints);
-    for (const key of departedEndpoints(this.#entries.keys(), eligible)) this.#transport.drainEndpoint(key);
+    for (const key of departedEndpoints(this.#entries.keys(), eligible)) this.#undici?.drainEndpoint(key);
     for (const [key, entry] of this.#entries) {
       entry.endpoint = snapshot.endpoints.get(key) ?? entry.endpoint;
       this.#forgetIfGone(key);
@@ -463,10 +465,10 @@ export class Cluster {
 
   /** Drops an entry once its endpoint is gone and its pools have nothing left. */
   #forgetIfGone(key: string): void {
-    if (!this.#entries.has(key) || this.balancer.endpointSet.has(key) || this.#transport.busy(key)) return;
+    if (!this.#entries.has(key) || this.balancer.endpointSet.has(key) || this.#undici?.busy(key) === true) return;
     if ((this.balancer.loads.peek(key)?.inFlight ?? 0) > 0) return;
     this.#entries.delete(key);
-    this.#transport.forget(key);
+    this.#undici?.forget(key);
   }
 
   #legacyPool(request: RoutedRequest) {

@@ -77,7 +77,7 @@ export interface ClusterConfig {
   readonly target: string;
   readonly policy: string;
   readonly policyOptions?: Record<string, unknown>;
-  /** Upstream protocol: `http1` (undici pools) or `h2` (HTTP/2 sessions, gRPC). */
+  /** Upstream protocol: `http1` (keep-alive HTTP/1.1 sockets per endpoint) or `h2` (HTTP/2 sessions, gRPC). */
   readonly protocol: 'http1' | 'h2';
   readonly tls?: ClusterTlsConfig;
   /** Connection lifetime limits (see `LifetimePolicy`). */

@@ -226,10 +226,10 @@ function withoutListed(list: string[], connection: string): string[] {
 type HeaderObject = Record<string, string | string[] | undefined>;
 
 /**
- * Response headers to send downstream, from an upstream header object (undici / node:http2):
- * hop-by-hop removed (and pseudo-headers), `Via` appended. Returns a fresh object. Its
- * `content-length` (if any) was already checked against the body by the upstream's parser
- * (undici's llhttp, nghttp2), and no `Connection` token can remove it.
+ * Response headers to send downstream, from an upstream header object (the proxy's strict
+ * HTTP/1.1 parser, node:http2): hop-by-hop removed (and pseudo-headers), `Via` appended.
+ * Returns a fresh object. Its `content-length` (if any) was already checked by the upstream's
+ * parser (`parseResponseHead`, nghttp2), and no `Connection` token can remove it.
  */
 export function downstreamResponseHeaders(headers: HeaderObject, version: string): HeaderObject {
   const out: HeaderObject = {};
@@ -277,7 +277,7 @@ export function downstreamRawHeaders(raw: readonly (Buffer | string)[], version:
 }
 
 /**
- * The `Content-Length` of a raw response header list that a strict parser (undici's llhttp)
+ * The `Content-Length` of a raw response header list that a strict parser (`parseResponseHead`)
  * already accepted: the first value, or undefined when there is none or it is not digits.
  */
 export function responseContentLength(raw: readonly (Buffer | string)[]): string | undefined {

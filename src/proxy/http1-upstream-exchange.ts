@@ -1,17 +1,18 @@
 /**
- * One request forwarded to an HTTP/1.1 upstream, answering either an HTTP/1.1 client
- * (`ServerResponse`) or an HTTP/2 client stream. It is the undici dispatch handler: the
- * response head is copied (hop-by-hop headers removed, `Via` added, the framing the proxy's
- * own) and held until the first body bytes, so an upstream that fails before sending any
- * (malformed chunking, a reset) gets the client a 502 rather than a cut; body chunks are written
- * as they come and the upstream is paused whenever the client's socket buffer is full
+ * The response side of a request forwarded to an HTTP/1.1 upstream for a client that is not on
+ * the HTTP/1.1 data path: an HTTP/1.0 client node:http parsed (`ServerResponse`) or an
+ * HTTP/2 client stream. Each is the `ForwardTarget` of a `ForwardedRequest`:
+ * the response head is copied (hop-by-hop headers removed, `Via` added, the framing the
+ * proxy's own) and held until the first body bytes, so an upstream that fails before sending
+ * any (malformed chunking, a reset) gets the client a 502 rather than a cut; body chunks are
+ * written as they come and the upstream is paused whenever the client's buffer is full
  * (backpressure, never buffering a whole body), and a client that goes away aborts the
  * upstream request.
  */
 import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
-import type { Dispatcher } from 'undici';
 import { downstreamRawHeaders, downstreamResponseHeaders, isHopHeader, responseContentLength } from './hop-headers.js';
+import type { ForwardTarget } from './http1/forwarded-request.js';
 import { replyHttp1, replyHttp2, statusForError } from './local-reply.js';
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -21,20 +22,28 @@ export type ExchangeDone = (status: number, reason: string | undefined) => void;
 
 const CLIENT_GONE = new Error('client closed the connection');
 
-function hasTransferEncoding(raw: readonly Buffer[]): boolean {
+function hasTransferEncoding(raw: readonly string[]): boolean {
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as Buffer;
-    if (name.length === 17 && name.toString('latin1').toLowerCase() === 'transfer-encoding') return true;
+    const name = raw[i] as string;
+    if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') return true;
   }
   return false;
 }
 
-/**
- * Upstream → HTTP/1.1 client. Written against undici's callback handler API so the raw header
- * list is copied straight into the response (no header object is built and taken apart again):
- * this is the proxy's hot path.
- */
-export class Http1ResponseExchange {
+/** A raw name/value list as a header object (lower-case names; repeated names joined in arrays). */
+function headerObject(raw: readonly string[]): Headers {
+  const out: Headers = {};
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = (raw[i] as string).toLowerCase();
+    const value = raw[i + 1] as string;
+    const prev = out[name];
+    out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [prev, value];
+  }
+  return out;
+}
+
+/** Upstream → HTTP/1.1 client of node:http: the raw header list is copied straight into the response. */
+export class Http1ResponseExchange implements ForwardTarget {
   readonly #res: ServerResponse;
   readonly #done: ExchangeDone;
   #abort: ((err?: Error) => void) | undefined;
@@ -61,11 +70,11 @@ export class Http1ResponseExchange {
     this.#abort = abort;
   }
 
-  onHeaders(statusCode: number, raw: Buffer[], resume: () => void, statusText: string): boolean {
+  onHeaders(statusCode: number, raw: readonly string[], resume: () => void, statusText: string): boolean {
     if (statusCode < 200 || this.#finished) return true;
     this.#status = statusCode;
     this.#resume = resume;
-    // Framing: the length undici's parser read the body by, or none (node:http then chunks,
+    // Framing: the length the upstream's body was read by, or none (node:http then chunks,
     // or closes after the body for an HTTP/1.0 client). Never a header the upstream listed.
     const list = downstreamRawHeaders(raw, '1.1');
     const length = statusCode === 204 ? undefined : responseContentLength(raw);
@@ -89,12 +98,12 @@ export class Http1ResponseExchange {
     return ok;
   }
 
-  onComplete(trailers: Buffer[] | string[] | null): void {
+  onComplete(trailers: readonly string[]): void {
     if (this.#finished) return;
     this.#finished = true;
     this.#writeHead();
     const res = this.#res;
-    if (trailers !== null && trailers.length > 0 && res.chunkedEncoding) {
+    if (trailers.length > 0 && res.chunkedEncoding) {
       const t: [string, string][] = [];
       for (let i = 0; i < trailers.length; i += 2) t.push([String(trailers[i]), String(trailers[i + 1])]);
       res.addTrailers(t);
@@ -118,18 +127,20 @@ export class Http1ResponseExchange {
   }
 }
 
-export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
+/** Upstream → HTTP/2 client stream; a chunked response's trailer section becomes HTTP/2 trailers. */
+export class Http2ResponseExchange implements ForwardTarget {
   readonly #stream: ServerHttp2Stream;
   readonly #done: ExchangeDone;
   readonly #headOnly: boolean;
-  #controller: Dispatcher.DispatchController | undefined;
+  #abort: ((err?: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
   #status = 0;
   #finished = false;
   /** The upstream announced trailers: the stream waits for them before it ends. */
   #trailers = false;
   /** A response head held until the first body bytes (or the end): a failure before then is a 502. */
   #head: Record<string, string | string[] | number> | undefined;
-  readonly #resume = (): void => this.#controller?.resume();
+  readonly #onDrain = (): void => this.#resume?.();
 
   constructor(stream: ServerHttp2Stream, method: string, done: ExchangeDone) {
     this.#stream = stream;
@@ -138,20 +149,21 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
     stream.once('close', () => {
       if (!this.#finished) {
         this.#finished = true;
-        this.#controller?.abort(CLIENT_GONE);
+        this.#abort?.(CLIENT_GONE);
         this.#done(0, 'client-closed');
       }
     });
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abort = abort;
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Headers): void {
-    this.#controller = controller;
-    if (statusCode < 200 || this.#stream.closed) return;
+  onHeaders(statusCode: number, raw: readonly string[], resume: () => void): boolean {
+    this.#resume = resume;
+    if (statusCode < 200 || this.#stream.closed) return true;
     this.#status = statusCode;
+    const headers = headerObject(raw);
     const out = downstreamResponseHeaders(headers, '1.1') as Record<string, string | string[] | number>;
     out[':status'] = statusCode;
     const empty = this.#headOnly || statusCode === 204 || statusCode === 304;
@@ -161,6 +173,7 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
     this.#trailers = !empty && (headers.trailer !== undefined || (te !== undefined && /chunked/i.test(String(te))));
     if (empty) this.#stream.respond(out, { endStream: true });
     else this.#head = out;
+    return true;
   }
 
   #respond(): void {
@@ -170,17 +183,16 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
     if (!this.#stream.closed) this.#stream.respond(head, { waitForTrailers: this.#trailers });
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  onData(chunk: Buffer): boolean {
     const s = this.#stream;
-    if (s.closed || s.writableEnded) return;
+    if (s.closed || s.writableEnded) return true;
     this.#respond();
-    if (!s.write(chunk)) {
-      controller.pause();
-      s.once('drain', this.#resume);
-    }
+    if (s.write(chunk)) return true;
+    s.once('drain', this.#onDrain);
+    return false;
   }
 
-  onResponseEnd(_controller: Dispatcher.DispatchController, trailers: Headers): void {
+  onComplete(trailers: readonly string[]): void {
     if (this.#finished) return;
     this.#finished = true;
     this.#respond();
@@ -188,9 +200,8 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
     if (this.#trailers && !s.closed) {
       s.once('wantTrailers', () => {
         const out: Record<string, string | string[]> = {};
-        for (const [name, value] of Object.entries(trailers ?? {})) {
-          const lower = name.toLowerCase();
-          if (value !== undefined && !isHopHeader(lower) && lower !== 'content-length') out[lower] = value;
+        for (const [name, value] of Object.entries(headerObject(trailers))) {
+          if (value !== undefined && !isHopHeader(name) && name !== 'content-length') out[name] = value;
         }
         s.sendTrailers(out);
       });
@@ -199,7 +210,7 @@ export class Http2ResponseExchange implements Dispatcher.DispatchHandler {
     this.#done(this.#status, undefined);
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+  onError(err: Error): void {
     if (this.#finished) return;
     this.#finished = true;
     this.#head = undefined;

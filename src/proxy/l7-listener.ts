@@ -4,8 +4,9 @@
  * plain `net` / `tls` server accepts connections and hands each to the right reader:
  * HTTP/1.1 connections to the proxy's own data path (`Http1Downstream`, strict parsing,
  * keep-alive upstream sockets, one sweep per listener for timeouts), HTTP/2 to a node:http2
- * server. The data path hands the few requests it does not carry (HTTP/1.0, `Expect`, `h2`
- * clusters) to a node:http server with the bytes already read.
+ * server. The data path hands the few requests it does not carry (HTTP/1.0, `h2` clusters)
+ * to a node:http server with the bytes already read; HTTP/1.1 upstreams are reached from there
+ * and from HTTP/2 clients through the same attempts and socket pool (`ProxyCluster.forward`).
  *
  * Hardening on that node:http side matches the data path's: Node's strict parser
  * (`insecureHTTPParser: false`) rejects Content-Length with Transfer-Encoding, conflicting
@@ -336,14 +337,11 @@ export class L7Listener {
       trustForwarded: this.config.trustForwardedHeaders,
     });
     const hasBody = te > 0 || (cl > 0 && req.headers['content-length'] !== '0');
-    // Framing is the proxy's: the length node:http parsed (undici checks the body against it),
-    // or none and undici sends the body chunked.
+    // Framing is the proxy's: the length node:http parsed (and checked the body against), or
+    // none and the body goes chunked.
     if (hasBody && te === 0) headers.push('content-length', req.headers['content-length'] as string);
     if (cluster.h2 === undefined) {
-      cluster.cluster.dispatch(
-        { origin: cluster.origin, method, path, headers, body: hasBody ? req : null },
-        new Http1ResponseExchange(res, done),
-      );
+      cluster.forward({ method, path, headers, body: hasBody ? req : null }, new Http1ResponseExchange(res, done));
       return;
     }
     void forwardRequestToH2(req, res, headers, hasBody, cluster.h2, done);
@@ -402,12 +400,12 @@ export class L7Listener {
     }
     const endStream = (flags & 0x1) !== 0;
     // To an HTTP/1.1 upstream the body is framed by the length the client declared (nghttp2
-    // checks the DATA frames against it, undici checks again) or sent chunked.
+    // checks the DATA frames against it) or sent chunked.
     const length = headers['content-length'];
     if (!endStream && typeof length === 'string' && /^[0-9]{1,15}$/.test(length))
       upHeaders.push('content-length', length);
-    cluster.cluster.dispatch(
-      { origin: cluster.origin, method, path, headers: upHeaders, body: endStream ? null : stream },
+    cluster.forward(
+      { method, path, headers: upHeaders, body: endStream ? null : stream },
       new Http2ResponseExchange(stream, method, done),
     );
   }

@@ -1,23 +1,30 @@
 /**
- * One configured upstream cluster as the proxy sees it, built on the shared `Cluster`
- * (discovery from the target URI, the `Balancer`, outlier detection, endpoint-keyed undici
- * pools under the `LifetimePolicy`, stats). HTTP/1.1 upstreams are reached through
- * `Cluster.dispatch`; `h2` upstreams (gRPC) through an `H2SessionPool` that picks with the same
- * cluster's balancer, with its own outlier detector fed by stream outcomes (the cluster's
- * pools carry no h2 traffic). HTTP/1.1 upstreams (plain or TLS) are also reached by the proxy's
- * own HTTP/1.1 data path (`h1`), which picks with `Cluster.acquire`. It also answers "why can nothing be picked" for 503 replies.
+ * One configured upstream cluster as the proxy sees it, built on the shared `Cluster`: discovery
+ * from the target URI, the `Balancer`, the one outlier detector, the one retry policy, stats.
+ * The transports that move the bytes:
+ *
+ * - `h1` (`Http1Upstream`, HTTP/1.1 upstreams, plain or TLS): the one pool of keep-alive
+ *   sockets per endpoint (one `connectionsPerEndpoint` cap), used by the HTTP/1.1 data path
+ *   (`Http1Downstream`) and by `forward()` for HTTP/2 clients and the requests node:http serves
+ *   (HTTP/1.0); both pick and retry through `Cluster.acquire()` attempts. The proxy never
+ *   calls `Cluster.dispatch`, so the cluster never makes its own undici pools;
+ * - `h2` (`H2SessionPool`, `protocol: h2`, gRPC): sessions picked with the cluster's balancer,
+ *   stream outcomes fed to the cluster's outlier detector (`Cluster.recordOutcome`).
+ *
+ * It also answers "why can nothing be picked" for 503 replies.
  */
 import { readFileSync } from 'node:fs';
-import { OutlierDetector } from '../balancing/outlier-detector.js';
 import { Cluster } from '../cluster/cluster.js';
 import type { ClusterObserver } from '../cluster/cluster-options.js';
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { createRandom, type Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { H2SessionPool } from '../pool/h2-session-pool.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ClusterConfig } from './config-schema.js';
+import { ForwardedRequest, type ForwardRequest, type ForwardTarget } from './http1/forwarded-request.js';
 import { Http1Upstream } from './http1/upstream-pool.js';
 import { normalizeHost } from './route-table.js';
 
@@ -40,23 +47,18 @@ export class ProxyCluster {
   readonly config: ClusterConfig;
   readonly cluster: Cluster;
   readonly h2: H2SessionPool | undefined;
-  /**
-   * The proxy's own HTTP/1.1 sockets for plain-HTTP upstreams (the HTTP/1.1 data path); TLS
-   * upstreams go through the cluster's undici pools.
-   */
+  /** The HTTP/1.1 data path's upstream sockets (plain and TLS upstreams); undefined for `h2` clusters. */
   readonly h1: Http1Upstream | undefined;
-  /** `http://` or `https://` plus the cluster name: the origin handed to `Cluster.dispatch`. */
-  readonly origin: string;
-  readonly #outlier: OutlierDetector | undefined;
+  readonly clock: Clock;
   /** '' (plain HTTP), a configured TLS server name, or undefined: the request's host decides. */
   readonly #fixedServername: string | undefined;
-  readonly #unsubscribe: (() => void) | undefined;
   #closed = false;
 
   constructor(config: ClusterConfig, options: ProxyClusterOptions = {}) {
     this.name = config.name;
     this.config = config;
     const clock = options.clock ?? systemClock;
+    this.clock = clock;
     const random = options.random ?? createRandom();
     const ca = config.tls?.ca === undefined ? undefined : readFileSync(config.tls.ca);
     const tls =
@@ -69,7 +71,6 @@ export class ProxyCluster {
           };
     const h2 = config.protocol === 'h2';
     const lifetime = config.lifetime ?? {};
-    this.origin = `${tls === undefined ? 'http' : 'https'}://${config.name}`;
     this.cluster = new Cluster({
       name: config.name,
       target: options.source ?? config.target,
@@ -92,7 +93,7 @@ export class ProxyCluster {
         : { slowStartMinWeightPercent: config.slowStartMinWeightPercent }),
       ...(config.herdingGuard === undefined ? {} : { herdingGuard: config.herdingGuard }),
       ...(config.zoneRouting === undefined ? {} : { zoneRouting: config.zoneRouting }),
-      outlierDetection: h2 ? false : (config.outlierDetection ?? {}),
+      outlierDetection: config.outlierDetection ?? {},
       ...(tls === undefined ? {} : { tls }),
       clock,
       random,
@@ -114,31 +115,15 @@ export class ProxyCluster {
         ? ''
         : (config.tls.servername ?? (config.hostRewrite === undefined ? undefined : serverName(config.hostRewrite)));
     if (h2) {
-      const balancer = this.cluster.balancer;
-      const outlier =
-        config.outlierDetection === false
-          ? undefined
-          : new OutlierDetector(config.outlierDetection ?? {}, {
-              clock,
-              onChange: (ejected) => balancer.setEjected(ejected),
-              onEject: (key, ms) => options.observer?.ejected?.(config.name, key, ms),
-            });
-      this.#outlier = outlier;
-      if (outlier !== undefined) {
-        outlier.setEndpoints(this.cluster.source.snapshot().endpoints);
-        this.#unsubscribe = this.cluster.source.subscribe((s) => outlier.setEndpoints(s.endpoints));
-      }
       this.h2 = new H2SessionPool({
-        balancer,
+        balancer: this.cluster.balancer,
         lifetime: new LifetimePolicy(lifetime, random, `clusters.${config.name}.lifetime`),
         connectTimeoutMs: config.connectTimeoutMs,
         connectRetries: config.retries.connectFailures,
         clock,
         ...(tls === undefined ? {} : { tls }),
-        onStreamEnd: (key, ok, ms) => {
-          outlier?.record(key, ok);
-          options.observer?.requestEnded?.(config.name, key, ok ? 'success' : 'http-error', ms);
-        },
+        // Stream outcomes feed the cluster's one outlier detector (and its observer).
+        onStreamEnd: (key, ok, ms) => this.cluster.recordOutcome(key, ok ? 'success' : 'http-error', ms),
       });
     }
   }
@@ -152,6 +137,19 @@ export class ProxyCluster {
     const fixed = this.#fixedServername;
     if (fixed !== undefined) return fixed;
     return host === undefined ? '' : serverName(host);
+  }
+
+  /**
+   * Sends a request that did not come over the HTTP/1.1 data path (an HTTP/2 client, a request
+   * node:http parsed) to this HTTP/1.1 cluster, over the same attempts and socket pool.
+   */
+  forward(req: ForwardRequest, target: ForwardTarget): void {
+    const h1 = this.h1;
+    if (h1 === undefined) {
+      target.onError(new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is not an HTTP/1.1 cluster`));
+      return;
+    }
+    new ForwardedRequest(this, h1, req, target).start();
   }
 
   get balancer(): Cluster['balancer'] {
@@ -193,15 +191,11 @@ export class ProxyCluster {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#unsubscribe?.();
-    this.#outlier?.close();
     await Promise.all([this.h2?.close(), this.h1?.close(), this.cluster.close()]);
   }
 
   async destroy(err?: Error): Promise<void> {
     this.#closed = true;
-    this.#unsubscribe?.();
-    this.#outlier?.close();
-    await Promise.all([this.h2?.destroy(err), this.h1?.destroy(), this.cluster.destroy(err)]);
+    await Promise.all([this.h2?.destroy(err), this.h1?.destroy(err), this.cluster.destroy(err)]);
   }
 }

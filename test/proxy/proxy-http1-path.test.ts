@@ -745,7 +745,7 @@ describe('proxy HTTP/1.1 data path', () => {
     expect(echo.slowClosedAt - goneAt).toBeLessThan(1000);
   });
 
-  it('hands HTTP/1.0 (no Host) and Expect: 100-continue requests to node:http, which still serve them', async () => {
+  it('serves HTTP/1.0 (no Host; through node:http) and Expect: 100-continue requests', async () => {
     const a = await RawConn.open(port);
     try {
       a.write('GET /h10 HTTP/1.0\r\n\r\n');

@@ -1,0 +1,43 @@
+/**
+ * Tunnelling after a protocol switch (WebSocket and other `Upgrade`s): once the upstream
+ * answered 101 to an upgrade request, the client gets the 101 head (hop-by-hop headers out,
+ * `Connection: upgrade` and the upstream's `Upgrade` protocol in) and the two sockets are
+ * spliced — bytes both ways with backpressure (`pipe`), either side closing closes both.
+ */
+import type { Socket } from 'node:net';
+import { downstreamRawHeaders, serializeHeaders } from '../hop-headers.js';
+import { named, type ResponseHead } from './message-head.js';
+
+/**
+ * Splices `client` and `up`. `requested` is the protocol the client asked for (used when the
+ * upstream names none), `rest` the bytes the upstream sent after its 101 head, `early` the
+ * bytes the client sent after its request head.
+ */
+export function spliceUpgrade(
+  client: Socket,
+  up: Socket,
+  head: ResponseHead,
+  requested: string,
+  rest: Buffer,
+  early: Buffer | undefined,
+): void {
+  let protocol = requested;
+  for (let i = 0; i < head.headers.length; i += 2) {
+    const name = head.headers[i] as string;
+    if (name.length === 7 && named(name, 'upgrade')) protocol = head.headers[i + 1] as string;
+  }
+  const list = downstreamRawHeaders(head.headers, '1.1');
+  const out = `HTTP/1.1 101 ${head.statusText}\r\n${serializeHeaders(list)}connection: upgrade\r\nupgrade: ${protocol}\r\n\r\n`;
+  client.on('error', () => {});
+  client.write(out, 'latin1');
+  if (rest.length > 0) client.write(rest);
+  if (early !== undefined) up.write(early);
+  const teardown = (): void => {
+    client.destroy();
+    up.destroy();
+  };
+  client.once('close', teardown);
+  up.once('close', teardown);
+  client.pipe(up);
+  up.pipe(client);
+}
