@@ -21,8 +21,9 @@ import http2, { type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
-import { systemClock } from '../core/clock.js';
-import { createRandom } from '../core/random.js';
+import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Random } from '../core/random.js';
+import { Shutdown } from '../core/shutdown.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
@@ -48,6 +49,10 @@ export interface L7ListenerDeps {
   readonly state: () => L7State;
   readonly metrics: ProxyMetrics;
   readonly logger: Logger;
+  /** Timeouts, the sweep and access-log durations read this clock. */
+  readonly clock: Clock;
+  /** Draws recycled connections' age jitter. */
+  readonly random: Random;
 }
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
@@ -79,13 +84,13 @@ export class L7Listener {
   readonly #lastOnSocket = new WeakSet<Socket>();
   readonly #fastContext: Http1Context;
   readonly #sweepMs: number;
-  #sweep: NodeJS.Timeout | undefined;
-  #closing: Promise<void> | undefined;
+  #sweep: TimerHandle | undefined;
+  readonly #shutdown = new Shutdown();
 
   constructor(config: ListenerConfig, deps: L7ListenerDeps) {
     this.config = config;
     this.#deps = deps;
-    this.#sockets = new ListenerSockets(config.name, deps.metrics);
+    this.#sockets = new ListenerSockets(config.name, deps.metrics, deps.clock);
     this.#proto = config.protocol === 'https' ? 'https' : 'http';
     const limits = config.limits;
     this.#h1 = http.createServer(
@@ -157,11 +162,11 @@ export class L7Listener {
       limits,
       trustForwarded: config.trustForwardedHeaders,
       metrics: deps.metrics,
-      clock: systemClock,
+      clock: deps.clock,
       recycle:
         recycleLimits === undefined
           ? undefined
-          : new LifetimePolicy(recycleLimits, createRandom(), `listeners.${config.name}.recycle`),
+          : new LifetimePolicy(recycleLimits, deps.random, `listeners.${config.name}.recycle`),
       state: deps.state,
       handoff: (socket, pending) => this.#toNodeHttp1(socket, pending),
       clientCert: (socket) => this.#clientCert(socket),
@@ -182,25 +187,25 @@ export class L7Listener {
 
   /** Serves an HTTP/1.1 connection on the proxy's own data path; `head` = bytes already read. */
   #serveHttp1(socket: Socket, head: Buffer | undefined): void {
-    if (this.#closing !== undefined) {
+    if (this.#shutdown.closed) {
       socket.destroy();
       return;
     }
     const conn = new Http1Downstream(socket, this.#fastContext);
     this.#fast.add(conn);
-    if (this.#sweep === undefined) {
-      this.#sweep = setInterval(() => {
-        if (this.#fast.size === 0) {
-          clearInterval(this.#sweep);
-          this.#sweep = undefined;
-          return;
-        }
-        const now = systemClock.now();
-        for (const c of this.#fast) c.check(now);
-      }, this.#sweepMs);
-      this.#sweep.unref();
-    }
+    if (this.#sweep === undefined) this.#armSweep();
     conn.start(head);
+  }
+
+  /** One sweep of the data path's connections for timeouts; re-armed while any is open. */
+  #armSweep(): void {
+    this.#sweep = this.#deps.clock.setTimeout(() => {
+      this.#sweep = undefined;
+      if (this.#fast.size === 0) return;
+      const now = this.#deps.clock.now();
+      for (const c of this.#fast) c.check(now);
+      this.#armSweep();
+    }, this.#sweepMs);
   }
 
   /** Hands a connection (and bytes read from it but not handled) to the node:http server. */
@@ -320,7 +325,7 @@ export class L7Listener {
     const cluster = match.cluster;
     const unavailable = cluster.unavailableReason();
     if (unavailable !== undefined) return this.#reject(res, 503, unavailable);
-    const start = state.accessLog ? systemClock.now() : 0;
+    const start = state.accessLog ? this.#deps.clock.now() : 0;
     const done = (status: number, reason: string | undefined): void => {
       this.#deps.metrics.observeDownstream(this.config.name, status);
       if (state.accessLog)
@@ -353,7 +358,7 @@ export class L7Listener {
     this.#sessions.add(session);
     session.on('error', () => {});
     session.once('close', () => this.#sessions.delete(session));
-    if (this.#closing !== undefined) session.close();
+    if (this.#shutdown.closed) session.close();
   }
 
   #onStream(
@@ -381,7 +386,7 @@ export class L7Listener {
     const unavailable = cluster.unavailableReason();
     if (unavailable !== undefined) return reject(503, unavailable);
     const clientAddress = stream.session?.socket?.remoteAddress ?? '';
-    const start = state.accessLog ? systemClock.now() : 0;
+    const start = state.accessLog ? this.#deps.clock.now() : 0;
     const done = (status: number, reason: string | undefined): void => {
       this.#deps.metrics.observeDownstream(this.config.name, status);
       if (state.accessLog) this.#access(clientAddress, method, path, status, reason, start, cluster.name, '2');
@@ -433,7 +438,7 @@ export class L7Listener {
         reason,
         cluster,
         version,
-        durationMs: Math.round((systemClock.now() - startMs) * 1000) / 1000,
+        durationMs: Math.round((this.#deps.clock.now() - startMs) * 1000) / 1000,
       },
       'request',
     );
@@ -447,11 +452,11 @@ export class L7Listener {
   /**
    * Stops accepting; idle keep-alive connections close now, busy ones after their response,
    * HTTP/2 sessions get GOAWAY and finish their streams. Resolves when all are gone or after
-   * `timeoutMs` (then the rest are destroyed). Idempotent.
+   * `timeoutMs` (then the rest are destroyed). Always settles; idempotent; `destroy()` settles
+   * it at once.
    */
   close(timeoutMs = 30_000): Promise<void> {
-    if (this.#closing === undefined) {
-      for (const r of this.#recyclers) void r.close();
+    return this.#shutdown.close(async () => {
       this.#front.close();
       this.#h1.close();
       this.#h1.closeIdleConnections();
@@ -460,19 +465,29 @@ export class L7Listener {
         s.goaway(http2.constants.NGHTTP2_NO_ERROR);
         s.close();
       }
-      this.#closing = this.#sockets.drain(timeoutMs, () => {
+      await this.#sockets.drain(timeoutMs, () => {
         this.#h1.closeIdleConnections();
         for (const c of [...this.#fast]) c.closeSoon();
       });
-    }
-    return this.#closing;
+      await Promise.all(this.#recyclers.map((r) => r.close()));
+      this.#stopSweep();
+    });
   }
 
-  /** Closes every connection at once. */
-  async destroy(): Promise<void> {
-    this.#front.close();
-    this.#h1.closeAllConnections();
-    for (const s of this.#sessions) s.destroy();
-    this.#sockets.destroyAll();
+  /** Closes every connection at once (in-flight requests fail); settles a pending `close()`. Idempotent. */
+  destroy(): Promise<void> {
+    return this.#shutdown.destroy(async () => {
+      this.#front.close();
+      this.#h1.closeAllConnections();
+      for (const s of this.#sessions) s.destroy();
+      this.#sockets.destroyAll();
+      this.#stopSweep();
+      await Promise.all(this.#recyclers.map((r) => r.close()));
+    });
+  }
+
+  #stopSweep(): void {
+    this.#sweep?.cancel();
+    this.#sweep = undefined;
   }
 }
