@@ -123,6 +123,7 @@ export class L7Listener {
         this.#onStream(stream, headers, flags, raw),
     );
     this.#h2.on('session', (session) => this.#onSession(session));
+    // Node's own per-session idle timer (real time; a Clock cannot drive node:http2's sockets).
     this.#h2.setTimeout(limits.idleTimeoutMs);
     if (config.protocol === 'https') {
       this.#tls = new ListenerTls(config.tls as ListenerTlsConfig);
@@ -402,7 +403,7 @@ export class L7Listener {
       trustForwarded: this.config.trustForwardedHeaders,
     });
     if (cluster.h2 !== undefined) {
-      void forwardStreamToH2(stream, headers, (flags & 0x1) !== 0, cluster.h2, upHeaders, done);
+      void forwardStreamToH2(stream, headers, (flags & 0x1) !== 0, cluster.h2, upHeaders, done, this.#deps.clock);
       return;
     }
     const endStream = (flags & 0x1) !== 0;
