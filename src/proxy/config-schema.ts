@@ -27,6 +27,12 @@ export interface ListenerLimits {
 export interface ListenerRecycle {
   readonly maxRequestsPerConnection?: number;
   readonly maxConnectionAgeMs?: number;
+  /**
+   * Fair-share shedding: the options of `recycleConnections(server, { fairShare })`
+   * (`fairShareSpec`, validated with it at load), with `loadPort` required — a replica serves
+   * the load exchange on that port and asks its peers on it.
+   */
+  readonly fairShare?: Readonly<Record<string, unknown>>;
 }
 
 /** An `https` listener's certificates (PEM file paths). */
@@ -231,7 +237,12 @@ export const proxyConfigSchema = {
             idleTimeoutMs: posInt,
             maxConnections: nonNegInt,
           }),
-          recycle: strictObject({ maxRequestsPerConnection: posInt, maxConnectionAgeMs: posNum }),
+          recycle: strictObject({
+            maxRequestsPerConnection: posInt,
+            maxConnectionAgeMs: posNum,
+            // Its fields are checked by the recycler's own option spec (proxy-config.ts).
+            fairShare: { type: 'object' },
+          }),
           trustForwardedHeaders: { type: 'boolean' },
         },
         ['address'],

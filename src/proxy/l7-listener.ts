@@ -25,14 +25,14 @@ import type { Clock, TimerHandle } from '../core/clock.js';
 import type { Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
-import { LifetimePolicy } from '../pool/lifetime-policy.js';
-import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
+import type { FairShareStats } from '../server/fair-share/fair-share-shedder.js';
 import { forwardedClientCert } from './client-certificate.js';
 import type { ListenerConfig, ListenerTlsConfig } from './config-schema.js';
 import { forwardRequestToH2, forwardStreamToH2 } from './h2-upstream-exchange.js';
 import { upstreamRequestHeaders } from './hop-headers.js';
 import { type AccessEntry, type Http1Context, Http1Downstream } from './http1/downstream-connection.js';
 import { Http1ResponseExchange, Http2ResponseExchange } from './http1-upstream-exchange.js';
+import { ListenerRecycling } from './listener-recycling.js';
 import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
 import { ListenerTls } from './listener-tls.js';
 import { rawReply, replyHttp1, replyHttp2 } from './local-reply.js';
@@ -76,7 +76,7 @@ export class L7Listener {
   readonly #proto: 'http' | 'https';
   readonly #sockets: ListenerSockets;
   readonly #sessions = new Set<Http2Session>();
-  readonly #recyclers: ConnectionRecycler[] = [];
+  readonly #recycling: ListenerRecycling;
   /** Connections on the proxy's own HTTP/1.1 data path. */
   readonly #fast = new Set<Http1Downstream>();
   readonly #clientCerts = new WeakMap<Socket, string | undefined>();
@@ -137,22 +137,18 @@ export class L7Listener {
       this.#front = net.createServer({ noDelay: true }, (socket) => this.#sniff(socket));
     }
     if (limits.maxConnections > 0) this.#front.maxConnections = limits.maxConnections;
-    // Downstream recycling (the server-side recycler): clients reconnect after N requests or an
-    // age, closing at response boundaries (HTTP/1.1 `Connection: close`, HTTP/2 GOAWAY).
-    // The same limits drive the recycler on node:http / node:http2 and the data path's policy.
-    const recycle = config.recycle;
-    const recycleLimits =
-      recycle === undefined
-        ? undefined
-        : {
-            ...(recycle.maxRequestsPerConnection === undefined
-              ? {}
-              : { maxRequestsPerConnection: recycle.maxRequestsPerConnection }),
-            ...(recycle.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: recycle.maxConnectionAgeMs }),
-          };
-    if (recycleLimits !== undefined) {
-      this.#recyclers.push(recycleConnections(this.#h1, recycleLimits), recycleConnections(this.#h2, recycleLimits));
-    }
+    // Downstream recycling: age and request limits, fair-share shedding (listener-recycling.ts).
+    this.#recycling = new ListenerRecycling(config, {
+      h1: this.#h1,
+      h2: this.#h2,
+      downstreams: this.#fast,
+      metrics: deps.metrics,
+      logger: deps.logger,
+      clock: deps.clock,
+      random: deps.random,
+      port: () => this.port,
+      draining: () => this.#shutdown.closed,
+    });
     this.#sweepMs = Math.max(
       25,
       Math.min(SWEEP_MAX_MS, Math.floor(Math.min(limits.headersTimeoutMs, limits.idleTimeoutMs) / 4)),
@@ -164,16 +160,16 @@ export class L7Listener {
       trustForwarded: config.trustForwardedHeaders,
       metrics: deps.metrics,
       clock: deps.clock,
-      recycle:
-        recycleLimits === undefined
-          ? undefined
-          : new LifetimePolicy(recycleLimits, deps.random, `listeners.${config.name}.recycle`),
+      recycle: this.#recycling.policy,
       state: deps.state,
       handoff: (socket, pending) => this.#toNodeHttp1(socket, pending),
       clientCert: (socket) => this.#clientCert(socket),
       access: (e: AccessEntry) =>
         this.#access(e.client, e.method, e.path, e.status, e.reason, e.startMs, e.cluster, '1.1'),
-      released: (conn) => this.#fast.delete(conn),
+      released: (conn) => {
+        this.#fast.delete(conn);
+        this.#recycling.released(conn);
+      },
     };
   }
 
@@ -218,8 +214,15 @@ export class L7Listener {
   }
 
   /** Starts listening; resolves with the bound port. */
-  listen(): Promise<number> {
-    return listenAt(this.#front, this.config.address);
+  async listen(): Promise<number> {
+    const port = await listenAt(this.#front, this.config.address);
+    this.#recycling.start();
+    return port;
+  }
+
+  /** What fair-share shedding has seen and done; undefined when it is not configured. */
+  fairShare(): FairShareStats | undefined {
+    return this.#recycling.fairShare();
   }
 
   get port(): number {
@@ -458,6 +461,9 @@ export class L7Listener {
    */
   close(timeoutMs = 30_000): Promise<void> {
     return this.#shutdown.close(async () => {
+      // Nothing is shed while draining; stopping now frees the load-exchange port at once for
+      // a listener replacing this one on reload.
+      const recycling = this.#recycling.close();
       this.#front.close();
       this.#h1.close();
       this.#h1.closeIdleConnections();
@@ -470,7 +476,7 @@ export class L7Listener {
         this.#h1.closeIdleConnections();
         for (const c of [...this.#fast]) c.closeSoon();
       });
-      await Promise.all(this.#recyclers.map((r) => r.close()));
+      await recycling;
       this.#stopSweep();
     });
   }
@@ -483,7 +489,7 @@ export class L7Listener {
       for (const s of this.#sessions) s.destroy();
       this.#sockets.destroyAll();
       this.#stopSweep();
-      await Promise.all(this.#recyclers.map((r) => r.close()));
+      await this.#recycling.close();
     });
   }
 

@@ -16,6 +16,7 @@ import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
 import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { type ClusterView, ProxyMetrics } from '../metrics/proxy-metrics.js';
+import type { FairShareStats } from '../server/fair-share/fair-share-shedder.js';
 import { AdminServer } from './admin-server.js';
 import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config-schema.js';
 import { L7Listener, type L7State } from './l7-listener.js';
@@ -130,6 +131,12 @@ export class ProxyServer {
   /** Bound port of a listener by name (useful with port 0). */
   listenerPort(name: string): number | undefined {
     return this.#listeners.get(name)?.port;
+  }
+
+  /** What a listener's fair-share shedding (`recycle.fairShare`) has seen and done; undefined when off. */
+  listenerFairShare(name: string): FairShareStats | undefined {
+    const l = this.#listeners.get(name);
+    return l instanceof L7Listener ? l.fairShare() : undefined;
   }
 
   get adminPort(): number | undefined {

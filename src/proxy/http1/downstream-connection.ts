@@ -133,6 +133,8 @@ export class Http1Downstream implements ResponseSink {
   #pendingBody: Buffer[] | undefined;
   #pendingBytes = 0;
   #closeAfter = false;
+  /** Set by `retire()`: every later response carries `Connection: close`. */
+  #retired = false;
   #status = 0;
   #responded = false;
   /** A response head not written yet (see `onResponseHead`). */
@@ -175,6 +177,26 @@ export class Http1Downstream implements ResponseSink {
   /** True between requests with nothing buffered (safe to close). */
   get idle(): boolean {
     return this.#state === S_HEAD && this.#buf === undefined;
+  }
+
+  /** Requests forwarded on this connection (fair-share shedding reads it). */
+  get requests(): number {
+    return this.#requests;
+  }
+
+  /** True while a request is being received or answered. */
+  get busy(): boolean {
+    return this.#state === S_BODY || this.#state === S_WAIT;
+  }
+
+  /**
+   * Retires the connection at a response boundary, never while idle (the client may be writing
+   * its next request): the response in progress carries `Connection: close` if its head is not
+   * sent yet, else the next response does.
+   */
+  retire(): void {
+    this.#retired = true;
+    if (this.busy && !this.#responded) this.#closeAfter = true;
   }
 
   /** Closes now when idle, else after the current response. */
@@ -306,7 +328,7 @@ export class Http1Downstream implements ResponseSink {
     const method = head.method;
     this.#method = method;
     this.#hasBody = head.chunked || head.contentLength > 0;
-    this.#closeAfter = head.close;
+    this.#closeAfter = head.close || this.#retired;
     this.#path = head.target;
     if (method === 'CONNECT') {
       this.#reject(405, 'method-not-allowed', true);
