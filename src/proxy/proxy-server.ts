@@ -82,7 +82,7 @@ export class ProxyServer {
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? createRandom();
     this.logger = options.logger ?? pino({ level: config.logLevel }, destination(2));
-    this.metrics = new ProxyMetrics(() => this.#views(), { windowMs: config.imbalanceWindowMs });
+    this.metrics = new ProxyMetrics(() => this.#views(), { windowMs: config.imbalanceWindowMs, clock: this.#clock });
     this.#state = { routes: new RouteTable([], () => undefined as unknown as ProxyCluster), accessLog: false };
   }
 

@@ -23,6 +23,7 @@ import net, { type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
+import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { LiveResources } from '../support/live-resources.js';
 import { testCertificates } from '../support/test-certificates.js';
@@ -245,6 +246,22 @@ describe('ProxyServer close/destroy contract', () => {
     await waitFor(() => tracker.remaining().length === 0, 3_000, 'no live resource').catch(() => undefined);
     expect(tracker.remaining()).toEqual([]);
   }
+
+  // Regression: a reload left the replaced cluster's delayed close (a 5 s timer) and the
+  // replaced listener's drain running after the proxy itself had closed.
+  test('close() right after a reload also closes the replaced listener and cluster; nothing left', async () => {
+    const upstream = await startUpstream('http1', 'answer');
+    cleanup.push(() => upstream.close());
+    const subject = subjects[0] as Subject;
+    const proxy = await start(subject, upstream.port);
+    expect(await subject.call(portOf(proxy))).toBe('200');
+    const next = l7(upstream.port, { policy: 'round-robin' }) as { listeners: Record<string, unknown>[] };
+    next.listeners = [{ name: 'web', address: '127.0.0.1:0', limits: { idleTimeoutMs: 30_000 } }];
+    await proxy.reload(normalizeProxyConfig(next));
+    expect(await subject.call(portOf(proxy))).toBe('200');
+    expect(await within(proxy.close(), SETTLE_MS * 5)).toBe('resolved');
+    await nothingLeft();
+  });
 
   for (const subject of subjects) {
     for (const before of befores) {
