@@ -4,8 +4,9 @@
  * the load exchange on one `loadPort` per replica address. Nine pinned keep-alive clients reach
  * them through a kube-proxy-like front (a reconnecting client lands on a random replica,
  * seeded), placed 5/3/1 on purpose: the replicas even out without a failed request, the one at
- * the mean closes nothing, and the shedding shows on the proxy's /metrics. The option is
- * validated with the recycler's own spec, errors naming the field.
+ * the mean closes nothing, and the shedding shows on the proxy's /metrics. h2c clients are
+ * shed with GOAWAY the same way. The option is validated with the recycler's own spec, errors
+ * naming the field.
  */
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
@@ -97,49 +98,65 @@ async function nextShares(backends: readonly Backend[], count: number): Promise<
   return backends.map((b, i) => (b.hits - (before[i] as number)) / served());
 }
 
-describe('listeners[].recycle.fairShare', () => {
-  it('evens out 9 pinned clients placed 5/3/1 over 3 proxy replicas, without a failed request', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'evenlb-proxy-fair-share-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const peersFile = join(dir, 'replicas.json');
-    writeFileSync(peersFile, '[]');
-    const loadPort = await freePort(ADDRESSES[0]);
-    const backends: Backend[] = [];
-    for (const [i, address] of ADDRESSES.entries()) {
-      const b = await startBackend(`b${i}`, address);
-      backends.push(b);
-      cleanups.push(() => b.close());
-    }
-    const replicas: ProxyServer[] = [];
-    for (const [i, address] of ADDRESSES.entries()) {
-      const config = normalizeProxyConfig({
-        listeners: [
-          {
-            name: 'web',
-            address: `${address}:0`,
-            recycle: {
-              fairShare: {
-                peers: `file://${peersFile}`,
-                self: address,
-                loadPort,
-                loadHost: address,
-                tolerance: TOLERANCE,
-                periodMs: 250,
-                windowMs: 1000,
-                warmupMs: 2000,
-                maxShedFraction: 0.5,
-              },
+/**
+ * Proxy replicas, one per address: a listener on `address:0` shedding by fair share with
+ * peers from a file:/// target (empty until `listPeers()`: nobody sheds before), the load
+ * exchange on one port bound on each replica's address, and a backend of its own.
+ */
+async function startReplicas(addresses: readonly string[]) {
+  const dir = mkdtempSync(join(tmpdir(), 'evenlb-proxy-fair-share-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const peersFile = join(dir, 'replicas.json');
+  writeFileSync(peersFile, '[]');
+  const loadPort = await freePort(addresses[0] as string);
+  const backends: Backend[] = [];
+  for (const [i, address] of addresses.entries()) {
+    const b = await startBackend(`b${i}`, address);
+    backends.push(b);
+    cleanups.push(() => b.close());
+  }
+  const replicas: ProxyServer[] = [];
+  for (const [i, address] of addresses.entries()) {
+    const config = normalizeProxyConfig({
+      listeners: [
+        {
+          name: 'web',
+          address: `${address}:0`,
+          recycle: {
+            fairShare: {
+              peers: `file://${peersFile}`,
+              self: address,
+              loadPort,
+              loadHost: address,
+              tolerance: TOLERANCE,
+              periodMs: 250,
+              windowMs: 1000,
+              warmupMs: 2000,
+              maxShedFraction: 0.5,
             },
           },
-        ],
-        clusters: [{ name: 'app', target: `static:///${(backends[i] as Backend).key}` }],
-        routes: [{ cluster: 'app' }],
-        admin: { address: '127.0.0.1:0' },
-      });
-      const proxy = await ProxyServer.start(config, { logger: quietLogger, random: new SeededRandom(100 + i) });
-      replicas.push(proxy);
-      cleanups.push(() => proxy.close());
-    }
+        },
+      ],
+      clusters: [{ name: 'app', target: `static:///${(backends[i] as Backend).key}` }],
+      routes: [{ cluster: 'app' }],
+      admin: { address: '127.0.0.1:0' },
+    });
+    const proxy = await ProxyServer.start(config, { logger: quietLogger, random: new SeededRandom(100 + i) });
+    replicas.push(proxy);
+    cleanups.push(() => proxy.close());
+  }
+  const listPeers = (): void => {
+    const tmp = `${peersFile}.tmp`;
+    const list = addresses.map((address, i) => ({ address, port: replicas[i]?.listenerPort('web') }));
+    writeFileSync(tmp, JSON.stringify(list));
+    renameSync(tmp, peersFile);
+  };
+  return { backends, replicas, listPeers };
+}
+
+describe('listeners[].recycle.fairShare', () => {
+  it('evens out 9 pinned clients placed 5/3/1 over 3 proxy replicas, without a failed request', async () => {
+    const { backends, replicas, listPeers } = await startReplicas(ADDRESSES);
     const ports = replicas.map((r) => r.listenerPort('web') as number);
 
     const front = new RandomFront(
@@ -156,9 +173,7 @@ describe('listeners[].recycle.fairShare', () => {
     expect(front.placed).toEqual([5, 3, 1]);
     // No replica is listed yet, so none sheds: the placement shows in the load.
     expect(spread(await nextShares(backends, 200))).toBeGreaterThan(0.5);
-    const tmp = `${peersFile}.tmp`;
-    writeFileSync(tmp, JSON.stringify(ADDRESSES.map((address, i) => ({ address, port: ports[i] }))));
-    renameSync(tmp, peersFile);
+    listPeers();
 
     // Converged: three connections on every replica; then every replica within 15% of the mean.
     const started = Date.now();
@@ -186,6 +201,58 @@ describe('listeners[].recycle.fairShare', () => {
     expect(metrics.body).toMatch(/^evenlb_server_fair_share_peers_answering 2$/m);
     expect(metrics.body).toMatch(/^evenlb_server_fair_share_ratio /m);
   }, 60_000);
+
+  it('sheds h2c sessions with GOAWAY until two replicas hold two sessions each, no stream failing', async () => {
+    const { RetryingH2Client } = await import('../server/support/h2-client.js');
+    const addresses = ['127.0.0.66', '127.0.0.67'];
+    const { replicas, listPeers } = await startReplicas(addresses);
+    const ports = replicas.map((r) => r.listenerPort('web') as number);
+    const front = new RandomFront(
+      addresses.map((host, i) => ({ host, port: ports[i] as number })),
+      11,
+      [0, 0, 0, 0],
+    );
+    const frontPort = await front.listen();
+    cleanups.push(() => front.close());
+    const clients = Array.from({ length: 4 }, () => new RetryingH2Client(`http://127.0.0.1:${frontPort}`));
+    let running = true;
+    let failed = 0;
+    let ok = 0;
+    const deadline = Date.now() + 30_000;
+    const loops = clients.map(async (c) => {
+      while (running && Date.now() < deadline) {
+        try {
+          const res = await c.get('/');
+          if (res.status === 200) ok++;
+          else failed++;
+        } catch {
+          failed++;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    });
+    try {
+      await waitFor(() => ok >= 40, 10_000, 'the first requests');
+      listPeers();
+      // Sessions each replica holds (the front's client sockets of a GOAWAY'd session may
+      // linger on the client's side; the replica has closed them).
+      const open = async (r: ProxyServer): Promise<number> => {
+        const m = await fetchText(r.adminPort as number, '/metrics');
+        return Number(/^evenlb_proxy_downstream_connections\{listener="web"\} (\d+)/m.exec(m.body)?.[1]);
+      };
+      await waitFor(
+        async () => (await Promise.all(replicas.map(open))).every((n) => n === 2),
+        15_000,
+        'two sessions on each replica',
+      );
+    } finally {
+      running = false;
+      await Promise.all(loops);
+      await Promise.all(clients.map((c) => c.close()));
+    }
+    expect(failed).toBe(0);
+    expect(replicas[0]?.listenerFairShare('web')?.shed).toBeGreaterThan(0);
+  }, 40_000);
 });
 
 describe('listeners[].recycle.fairShare validation', () => {
