@@ -6,6 +6,8 @@
  * map a host and a path prefix to a cluster. Defaults live in `proxy-config.ts`.
  */
 
+import type { FairShareOptions } from '../server/fair-share/fair-share-options.js';
+
 export type ListenerProtocol = 'http' | 'https' | 'tcp';
 
 export interface ListenerLimits {
@@ -32,8 +34,11 @@ export interface ListenerRecycle {
    * (`fairShareSpec`, validated with it at load), with `loadPort` required — a replica serves
    * the load exchange on that port and asks its peers on it.
    */
-  readonly fairShare?: Readonly<Record<string, unknown>>;
+  readonly fairShare?: ListenerFairShare;
 }
+
+/** `recycle.fairShare` as a file can say it: the recycler's `FairShareOptions` with a target URI for `peers`. */
+export type ListenerFairShare = Omit<FairShareOptions, 'peers' | 'logger'> & { readonly peers: string };
 
 /** An `https` listener's certificates (PEM file paths). */
 export interface ListenerTlsConfig {

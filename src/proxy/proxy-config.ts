@@ -14,7 +14,14 @@ import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
 import { parseOptions } from '../core/options.js';
 import { parseTarget } from '../core/target.js';
 import { fairShareSpec } from '../server/fair-share/fair-share-options.js';
-import type { ClusterConfig, ListenerConfig, ListenerLimits, ProxyConfig, RouteConfig } from './config-schema.js';
+import type {
+  ClusterConfig,
+  ListenerConfig,
+  ListenerFairShare,
+  ListenerLimits,
+  ProxyConfig,
+  RouteConfig,
+} from './config-schema.js';
 import { proxyConfigSchema } from './config-schema.js';
 
 export const defaultListenerLimits: ListenerLimits = Object.freeze({
@@ -34,7 +41,7 @@ const validate = ajv.compile(proxyConfigSchema);
  * `fairShareSpec`), plus what a proxy listener needs — an `http`/`https` listener and a
  * `loadPort` (the exchange runs on its own port; peers are asked on it).
  */
-function checkFairShare(field: string, value: Readonly<Record<string, unknown>>, protocol: string): void {
+function checkFairShare(field: string, value: ListenerFairShare, protocol: string): void {
   if (protocol === 'tcp') throw configError(field, 'is only valid for protocol "http" or "https"');
   try {
     parseOptions(field, value, fairShareSpec);
