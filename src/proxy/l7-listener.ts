@@ -25,7 +25,6 @@ import type { Clock, TimerHandle } from '../core/clock.js';
 import type { Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
-import type { FairShareStats } from '../server/fair-share/fair-share-shedder.js';
 import { forwardedClientCert } from './client-certificate.js';
 import type { ListenerConfig, ListenerTlsConfig } from './config-schema.js';
 import { forwardRequestToH2, forwardStreamToH2 } from './h2-upstream-exchange.js';
@@ -220,9 +219,9 @@ export class L7Listener {
     return port;
   }
 
-  /** What fair-share shedding has seen and done; undefined when it is not configured. */
-  fairShare(): FairShareStats | undefined {
-    return this.#recycling.fairShare();
+  /** Its downstream recycling: fair-share figures, and ending shedding before a replacement binds. */
+  get recycling(): ListenerRecycling {
+    return this.#recycling;
   }
 
   get port(): number {

@@ -144,6 +144,11 @@ export class ListenerRecycling {
     return this.#shedder?.stats();
   }
 
+  /** Stops shedding only (the load-exchange port closes); idempotent. */
+  async stopShedding(): Promise<void> {
+    await this.#shedder?.close();
+  }
+
   /** Stops recycling and shedding (the load exchange port closes). Always settles; idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {

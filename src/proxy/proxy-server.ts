@@ -136,7 +136,7 @@ export class ProxyServer {
   /** What a listener's fair-share shedding (`recycle.fairShare`) has seen and done; undefined when off. */
   listenerFairShare(name: string): FairShareStats | undefined {
     const l = this.#listeners.get(name);
-    return l instanceof L7Listener ? l.fairShare() : undefined;
+    return l instanceof L7Listener ? l.recycling.fairShare() : undefined;
   }
 
   get adminPort(): number | undefined {
@@ -222,6 +222,12 @@ export class ProxyServer {
       // Free the addresses of listeners being replaced before binding new ones.
       const freeing = toStop.filter((l) => config.listeners.some((n) => n.address === l.config.address));
       const draining = freeing.map((l) => l.close(config.drainTimeoutMs));
+      // Fair-share shedding moves with its load-exchange port: a replaced listener gives it up first.
+      const loadPorts = new Set(config.listeners.map((l) => l.recycle?.fairShare?.loadPort));
+      for (const l of toStop) {
+        const port = l.config.recycle?.fairShare?.loadPort;
+        if (l instanceof L7Listener && port !== undefined && loadPorts.has(port)) await l.recycling.stopShedding();
+      }
       const newListeners = new Map<string, Listener>();
       for (const l of config.listeners) {
         if (keepListener(l)) {

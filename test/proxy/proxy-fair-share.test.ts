@@ -255,6 +255,43 @@ describe('listeners[].recycle.fairShare', () => {
   }, 40_000);
 });
 
+describe('listeners[].recycle.fairShare across a reload', () => {
+  it('a listener replaced on another address takes over the load-exchange port', async () => {
+    const loadPort = await freePort('127.0.0.1');
+    const config = (address: string) =>
+      normalizeProxyConfig({
+        listeners: [
+          {
+            name: 'web',
+            address,
+            recycle: { fairShare: { peers: 'static:///127.0.0.1:1', loadPort, loadHost: '127.0.0.1' } },
+          },
+        ],
+        clusters: [{ name: 'app', target: 'static:///127.0.0.1:1' }],
+      });
+    const proxy = await ProxyServer.start(config('127.0.0.68:0'), { logger: quietLogger });
+    cleanups.push(() => proxy.close());
+    const load = async () => JSON.parse((await fetchText(loadPort, '/.well-known/evenlb/load')).body) as unknown;
+    expect(await load()).toMatchObject({ protocol: 'evenlb-load/1' });
+    const oldPort = proxy.listenerPort('web') as number;
+    await proxy.reload(config('127.0.0.69:0'));
+    expect(proxy.listenerFairShare('web')).toBeDefined();
+    // Once the old listener is gone, the new one's shedder serves the document (it could bind
+    // the port because the old one gave it up before).
+    const refused = () =>
+      new Promise<boolean>((resolve) => {
+        const s = net.connect(oldPort, '127.0.0.68');
+        s.once('connect', () => {
+          s.destroy();
+          resolve(false);
+        });
+        s.once('error', () => resolve(true));
+      });
+    await waitFor(refused, 5_000, 'the old listener to close');
+    expect(await load()).toMatchObject({ protocol: 'evenlb-load/1' });
+  });
+});
+
 describe('listeners[].recycle.fairShare validation', () => {
   const base = (fairShare: unknown, protocol = 'http') => ({
     listeners: [
