@@ -163,8 +163,7 @@ export class L7Listener {
       state: deps.state,
       handoff: (socket, pending) => this.#toNodeHttp1(socket, pending),
       clientCert: (socket) => this.#clientCert(socket),
-      access: (e: AccessEntry) =>
-        this.#access(e.client, e.method, e.path, e.status, e.reason, e.startMs, e.cluster, '1.1'),
+      access: (e: AccessEntry) => this.#access(e, '1.1'),
       released: (conn) => {
         this.#fast.delete(conn);
         this.#recycling.released(conn);
@@ -332,7 +331,18 @@ export class L7Listener {
     const done = (status: number, reason: string | undefined): void => {
       this.#deps.metrics.observeDownstream(this.config.name, status);
       if (state.accessLog)
-        this.#access(req.socket.remoteAddress, method, url, status, reason, start, cluster.name, '1.1');
+        this.#access(
+          {
+            client: req.socket.remoteAddress,
+            method,
+            path: url,
+            status,
+            reason,
+            startMs: start,
+            cluster: cluster.name,
+          },
+          '1.1',
+        );
     };
     const headers = upstreamRequestHeaders(raw, {
       clientAddress: req.socket.remoteAddress ?? '',
@@ -392,7 +402,11 @@ export class L7Listener {
     const start = state.accessLog ? this.#deps.clock.now() : 0;
     const done = (status: number, reason: string | undefined): void => {
       this.#deps.metrics.observeDownstream(this.config.name, status);
-      if (state.accessLog) this.#access(clientAddress, method, path, status, reason, start, cluster.name, '2');
+      if (state.accessLog)
+        this.#access(
+          { client: clientAddress, method, path, status, reason, startMs: start, cluster: cluster.name },
+          '2',
+        );
     };
     const flat = raw ?? Object.entries(headers).flatMap(([k, v]) => (v === undefined ? [] : [k, String(v)]));
     const upHeaders = upstreamRequestHeaders(flat, {
@@ -420,31 +434,10 @@ export class L7Listener {
     );
   }
 
-  #access(
-    client: string | undefined,
-    method: string,
-    path: string,
-    status: number,
-    reason: string | undefined,
-    startMs: number,
-    cluster: string,
-    version: string,
-  ): void {
-    this.#deps.logger.info(
-      {
-        access: true,
-        listener: this.config.name,
-        client,
-        method,
-        path,
-        status,
-        reason,
-        cluster,
-        version,
-        durationMs: Math.round((this.#deps.clock.now() - startMs) * 1000) / 1000,
-      },
-      'request',
-    );
+  #access(e: AccessEntry, version: '1.1' | '2'): void {
+    const durationMs = Math.round((this.#deps.clock.now() - e.startMs) * 1000) / 1000;
+    const { startMs: _, ...fields } = e;
+    this.#deps.logger.info({ access: true, listener: this.config.name, ...fields, version, durationMs }, 'request');
   }
 
   /** Open client connections (sockets and HTTP/2 sessions). */
