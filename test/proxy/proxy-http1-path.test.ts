@@ -24,6 +24,7 @@ const MiB = 1024 * 1024;
 const BIG_BYTES = 32 * MiB;
 const CHUNK_BYTES = 64 * 1024;
 
+/** A slow reader's pause (what the test models), never a wait for the proxy. */
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
