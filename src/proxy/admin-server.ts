@@ -67,6 +67,7 @@ function json(res: http.ServerResponse, status: number, value: unknown): void {
 export class AdminServer {
   readonly #server: http.Server;
   readonly #deps: AdminDeps;
+  #closing: Promise<void> | undefined;
 
   constructor(deps: AdminDeps) {
     this.#deps = deps;
@@ -144,10 +145,25 @@ export class AdminServer {
     return boundPort(this.#server);
   }
 
+  /**
+   * Stops the admin server. Its requests are short reads of in-memory state, so open
+   * connections (scrapers' keep-alive sockets, a dashboard's poll) are closed at once: close
+   * and destroy are the same here. Always settles; idempotent.
+   */
   close(): Promise<void> {
-    return new Promise((resolve) => {
+    this.#closing ??= new Promise((resolve) => {
+      if (!this.#server.listening) {
+        resolve();
+        return;
+      }
       this.#server.close(() => resolve());
       this.#server.closeAllConnections();
     });
+    return this.#closing;
+  }
+
+  /** Same as `close()` (see there). */
+  destroy(): Promise<void> {
+    return this.close();
   }
 }

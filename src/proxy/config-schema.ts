@@ -6,6 +6,8 @@
  * map a host and a path prefix to a cluster. Defaults live in `proxy-config.ts`.
  */
 
+import type { FairShareOptions } from '../server/fair-share/fair-share-options.js';
+
 export type ListenerProtocol = 'http' | 'https' | 'tcp';
 
 export interface ListenerLimits {
@@ -27,7 +29,16 @@ export interface ListenerLimits {
 export interface ListenerRecycle {
   readonly maxRequestsPerConnection?: number;
   readonly maxConnectionAgeMs?: number;
+  /**
+   * Fair-share shedding: the options of `recycleConnections(server, { fairShare })`
+   * (`fairShareSpec`, validated with it at load), with `loadPort` required — a replica serves
+   * the load exchange on that port and asks its peers on it.
+   */
+  readonly fairShare?: ListenerFairShare;
 }
+
+/** `recycle.fairShare` as a file can say it: the recycler's `FairShareOptions` with a target URI for `peers`. */
+export type ListenerFairShare = Omit<FairShareOptions, 'peers' | 'logger'> & { readonly peers: string };
 
 /** An `https` listener's certificates (PEM file paths). */
 export interface ListenerTlsConfig {
@@ -231,7 +242,12 @@ export const proxyConfigSchema = {
             idleTimeoutMs: posInt,
             maxConnections: nonNegInt,
           }),
-          recycle: strictObject({ maxRequestsPerConnection: posInt, maxConnectionAgeMs: posNum }),
+          recycle: strictObject({
+            maxRequestsPerConnection: posInt,
+            maxConnectionAgeMs: posNum,
+            // Its fields are checked by the recycler's own option spec (proxy-config.ts).
+            fairShare: { type: 'object' },
+          }),
           trustForwardedHeaders: { type: 'boolean' },
         },
         ['address'],

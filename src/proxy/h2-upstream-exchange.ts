@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ServerHttp2Stream } from 'node:http2';
+import type { Clock, TimerHandle } from '../core/clock.js';
 import type { H2SessionPool } from '../pool/h2-session-pool.js';
 import { downstreamResponseHeaders } from './hop-headers.js';
 import { replyHttp1, replyHttp2 } from './local-reply.js';
@@ -71,6 +72,8 @@ export async function forwardStreamToH2(
   /** The request headers to send, from `upstreamRequestHeaders` (forwarding headers added). */
   upstreamHeaders: readonly string[],
   done: (status: number, reason: string | undefined) => void,
+  /** Runs the `grpc-timeout` deadline. */
+  clock: Clock,
 ): Promise<void> {
   const grpc = String(headers['content-type'] ?? '').startsWith('application/grpc');
   const acquired = await pool.acquire({});
@@ -101,23 +104,22 @@ export async function forwardStreamToH2(
   let status = 0;
   let trailers: http2.IncomingHttpHeaders | undefined;
   let finished = false;
-  let timer: NodeJS.Timeout | undefined;
+  let timer: TimerHandle | undefined;
   const finish = (ok: boolean, reason: string | undefined): void => {
     if (finished) return;
     finished = true;
-    if (timer !== undefined) clearTimeout(timer);
+    timer?.cancel();
     lease.done(ok);
     done(status, reason);
   };
 
   const timeoutMs = parseGrpcTimeoutMs(headers['grpc-timeout'] as string | undefined);
   if (timeoutMs !== undefined) {
-    timer = setTimeout(() => {
+    timer = clock.setTimeout(() => {
       if (!down.headersSent) replyHttp2(down, 504, 'deadline-exceeded', grpc);
       else if (!down.closed) down.close(NGHTTP2_CANCEL);
       if (!up.closed) up.close(NGHTTP2_CANCEL);
     }, timeoutMs + 50);
-    timer.unref();
   }
 
   if (!endStream) down.pipe(up);

@@ -22,17 +22,17 @@ import http2, { type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import net, { type Socket } from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
-import { systemClock } from '../core/clock.js';
-import { createRandom } from '../core/random.js';
+import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Random } from '../core/random.js';
+import { Shutdown } from '../core/shutdown.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
-import { LifetimePolicy } from '../pool/lifetime-policy.js';
-import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
 import { forwardedClientCert } from './client-certificate.js';
 import type { ListenerConfig, ListenerTlsConfig } from './config-schema.js';
 import { forwardRequestToH2, forwardStreamToH2 } from './h2-upstream-exchange.js';
 import { upstreamRequestHeaders } from './hop-headers.js';
 import { type AccessEntry, type Http1Context, Http1Downstream } from './http1/downstream-connection.js';
 import { Http1ResponseExchange, Http2ResponseExchange } from './http1-upstream-exchange.js';
+import { ListenerRecycling } from './listener-recycling.js';
 import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
 import { ListenerTls } from './listener-tls.js';
 import { rawReply, replyHttp1, replyHttp2 } from './local-reply.js';
@@ -49,6 +49,10 @@ export interface L7ListenerDeps {
   readonly state: () => L7State;
   readonly metrics: ProxyMetrics;
   readonly logger: Logger;
+  /** Timeouts, the sweep and access-log durations read this clock. */
+  readonly clock: Clock;
+  /** Draws recycled connections' age jitter. */
+  readonly random: Random;
 }
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
@@ -72,7 +76,7 @@ export class L7Listener {
   readonly #proto: 'http' | 'https';
   readonly #sockets: ListenerSockets;
   readonly #sessions = new Set<Http2Session>();
-  readonly #recyclers: ConnectionRecycler[] = [];
+  readonly #recycling: ListenerRecycling;
   /** Connections on the proxy's own HTTP/1.1 data path. */
   readonly #fast = new Set<Http1Downstream>();
   readonly #clientCerts = new WeakMap<Socket, string | undefined>();
@@ -80,13 +84,13 @@ export class L7Listener {
   readonly #lastOnSocket = new WeakSet<Socket>();
   readonly #fastContext: Http1Context;
   readonly #sweepMs: number;
-  #sweep: NodeJS.Timeout | undefined;
-  #closing: Promise<void> | undefined;
+  #sweep: TimerHandle | undefined;
+  readonly #shutdown = new Shutdown();
 
   constructor(config: ListenerConfig, deps: L7ListenerDeps) {
     this.config = config;
     this.#deps = deps;
-    this.#sockets = new ListenerSockets(config.name, deps.metrics);
+    this.#sockets = new ListenerSockets(config.name, deps.metrics, deps.clock);
     this.#proto = config.protocol === 'https' ? 'https' : 'http';
     const limits = config.limits;
     this.#h1 = http.createServer(
@@ -119,6 +123,7 @@ export class L7Listener {
         this.#onStream(stream, headers, flags, raw),
     );
     this.#h2.on('session', (session) => this.#onSession(session));
+    // Node's own per-session idle timer (real time; a Clock cannot drive node:http2's sockets).
     this.#h2.setTimeout(limits.idleTimeoutMs);
     if (config.protocol === 'https') {
       this.#tls = new ListenerTls(config.tls as ListenerTlsConfig);
@@ -132,22 +137,18 @@ export class L7Listener {
       this.#front = net.createServer({ noDelay: true }, (socket) => this.#sniff(socket));
     }
     if (limits.maxConnections > 0) this.#front.maxConnections = limits.maxConnections;
-    // Downstream recycling (the server-side recycler): clients reconnect after N requests or an
-    // age, closing at response boundaries (HTTP/1.1 `Connection: close`, HTTP/2 GOAWAY).
-    // The same limits drive the recycler on node:http / node:http2 and the data path's policy.
-    const recycle = config.recycle;
-    const recycleLimits =
-      recycle === undefined
-        ? undefined
-        : {
-            ...(recycle.maxRequestsPerConnection === undefined
-              ? {}
-              : { maxRequestsPerConnection: recycle.maxRequestsPerConnection }),
-            ...(recycle.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: recycle.maxConnectionAgeMs }),
-          };
-    if (recycleLimits !== undefined) {
-      this.#recyclers.push(recycleConnections(this.#h1, recycleLimits), recycleConnections(this.#h2, recycleLimits));
-    }
+    // Downstream recycling: age and request limits, fair-share shedding (listener-recycling.ts).
+    this.#recycling = new ListenerRecycling(config, {
+      h1: this.#h1,
+      h2: this.#h2,
+      downstreams: this.#fast,
+      metrics: deps.metrics,
+      logger: deps.logger,
+      clock: deps.clock,
+      random: deps.random,
+      port: () => this.port,
+      draining: () => this.#shutdown.closed,
+    });
     this.#sweepMs = Math.max(
       25,
       Math.min(SWEEP_MAX_MS, Math.floor(Math.min(limits.headersTimeoutMs, limits.idleTimeoutMs) / 4)),
@@ -158,17 +159,16 @@ export class L7Listener {
       limits,
       trustForwarded: config.trustForwardedHeaders,
       metrics: deps.metrics,
-      clock: systemClock,
-      recycle:
-        recycleLimits === undefined
-          ? undefined
-          : new LifetimePolicy(recycleLimits, createRandom(), `listeners.${config.name}.recycle`),
+      clock: deps.clock,
+      recycle: this.#recycling.policy,
       state: deps.state,
       handoff: (socket, pending) => this.#toNodeHttp1(socket, pending),
       clientCert: (socket) => this.#clientCert(socket),
-      access: (e: AccessEntry) =>
-        this.#access(e.client, e.method, e.path, e.status, e.reason, e.startMs, e.cluster, '1.1'),
-      released: (conn) => this.#fast.delete(conn),
+      access: (e: AccessEntry) => this.#access(e, '1.1'),
+      released: (conn) => {
+        this.#fast.delete(conn);
+        this.#recycling.released(conn);
+      },
     };
   }
 
@@ -183,25 +183,25 @@ export class L7Listener {
 
   /** Serves an HTTP/1.1 connection on the proxy's own data path; `head` = bytes already read. */
   #serveHttp1(socket: Socket, head: Buffer | undefined): void {
-    if (this.#closing !== undefined) {
+    if (this.#shutdown.closed) {
       socket.destroy();
       return;
     }
     const conn = new Http1Downstream(socket, this.#fastContext);
     this.#fast.add(conn);
-    if (this.#sweep === undefined) {
-      this.#sweep = setInterval(() => {
-        if (this.#fast.size === 0) {
-          clearInterval(this.#sweep);
-          this.#sweep = undefined;
-          return;
-        }
-        const now = systemClock.now();
-        for (const c of this.#fast) c.check(now);
-      }, this.#sweepMs);
-      this.#sweep.unref();
-    }
+    if (this.#sweep === undefined) this.#armSweep();
     conn.start(head);
+  }
+
+  /** One sweep of the data path's connections for timeouts; re-armed while any is open. */
+  #armSweep(): void {
+    this.#sweep = this.#deps.clock.setTimeout(() => {
+      this.#sweep = undefined;
+      if (this.#fast.size === 0) return;
+      const now = this.#deps.clock.now();
+      for (const c of this.#fast) c.check(now);
+      this.#armSweep();
+    }, this.#sweepMs);
   }
 
   /** Hands a connection (and bytes read from it but not handled) to the node:http server. */
@@ -213,8 +213,15 @@ export class L7Listener {
   }
 
   /** Starts listening; resolves with the bound port. */
-  listen(): Promise<number> {
-    return listenAt(this.#front, this.config.address);
+  async listen(): Promise<number> {
+    const port = await listenAt(this.#front, this.config.address);
+    this.#recycling.start();
+    return port;
+  }
+
+  /** Its downstream recycling: fair-share figures, and ending shedding before a replacement binds. */
+  get recycling(): ListenerRecycling {
+    return this.#recycling;
   }
 
   get port(): number {
@@ -321,11 +328,22 @@ export class L7Listener {
     const cluster = match.cluster;
     const unavailable = cluster.unavailableReason();
     if (unavailable !== undefined) return this.#reject(res, 503, unavailable);
-    const start = state.accessLog ? systemClock.now() : 0;
+    const start = state.accessLog ? this.#deps.clock.now() : 0;
     const done = (status: number, reason: string | undefined): void => {
       this.#deps.metrics.observeDownstream(this.config.name, status);
       if (state.accessLog)
-        this.#access(req.socket.remoteAddress, method, url, status, reason, start, cluster.name, '1.1');
+        this.#access(
+          {
+            client: req.socket.remoteAddress,
+            method,
+            path: url,
+            status,
+            reason,
+            startMs: start,
+            cluster: cluster.name,
+          },
+          '1.1',
+        );
     };
     const headers = upstreamRequestHeaders(raw, {
       clientAddress: req.socket.remoteAddress ?? '',
@@ -351,7 +369,7 @@ export class L7Listener {
     this.#sessions.add(session);
     session.on('error', () => {});
     session.once('close', () => this.#sessions.delete(session));
-    if (this.#closing !== undefined) session.close();
+    if (this.#shutdown.closed) session.close();
   }
 
   #onStream(
@@ -379,10 +397,14 @@ export class L7Listener {
     const unavailable = cluster.unavailableReason();
     if (unavailable !== undefined) return reject(503, unavailable);
     const clientAddress = stream.session?.socket?.remoteAddress ?? '';
-    const start = state.accessLog ? systemClock.now() : 0;
+    const start = state.accessLog ? this.#deps.clock.now() : 0;
     const done = (status: number, reason: string | undefined): void => {
       this.#deps.metrics.observeDownstream(this.config.name, status);
-      if (state.accessLog) this.#access(clientAddress, method, path, status, reason, start, cluster.name, '2');
+      if (state.accessLog)
+        this.#access(
+          { client: clientAddress, method, path, status, reason, startMs: start, cluster: cluster.name },
+          '2',
+        );
     };
     const flat = raw ?? Object.entries(headers).flatMap(([k, v]) => (v === undefined ? [] : [k, String(v)]));
     const upHeaders = upstreamRequestHeaders(flat, {
@@ -395,7 +417,7 @@ export class L7Listener {
       trustForwarded: this.config.trustForwardedHeaders,
     });
     if (cluster.h2 !== undefined) {
-      void forwardStreamToH2(stream, headers, (flags & 0x1) !== 0, cluster.h2, upHeaders, done);
+      void forwardStreamToH2(stream, headers, (flags & 0x1) !== 0, cluster.h2, upHeaders, done, this.#deps.clock);
       return;
     }
     const endStream = (flags & 0x1) !== 0;
@@ -410,31 +432,10 @@ export class L7Listener {
     );
   }
 
-  #access(
-    client: string | undefined,
-    method: string,
-    path: string,
-    status: number,
-    reason: string | undefined,
-    startMs: number,
-    cluster: string,
-    version: string,
-  ): void {
-    this.#deps.logger.info(
-      {
-        access: true,
-        listener: this.config.name,
-        client,
-        method,
-        path,
-        status,
-        reason,
-        cluster,
-        version,
-        durationMs: Math.round((systemClock.now() - startMs) * 1000) / 1000,
-      },
-      'request',
-    );
+  #access(e: AccessEntry, version: '1.1' | '2'): void {
+    const durationMs = Math.round((this.#deps.clock.now() - e.startMs) * 1000) / 1000;
+    const { startMs: _, ...fields } = e;
+    this.#deps.logger.info({ access: true, listener: this.config.name, ...fields, version, durationMs }, 'request');
   }
 
   /** Open client connections (sockets and HTTP/2 sessions). */
@@ -445,11 +446,14 @@ export class L7Listener {
   /**
    * Stops accepting; idle keep-alive connections close now, busy ones after their response,
    * HTTP/2 sessions get GOAWAY and finish their streams. Resolves when all are gone or after
-   * `timeoutMs` (then the rest are destroyed). Idempotent.
+   * `timeoutMs` (then the rest are destroyed). Always settles; idempotent; `destroy()` settles
+   * it at once.
    */
   close(timeoutMs = 30_000): Promise<void> {
-    if (this.#closing === undefined) {
-      for (const r of this.#recyclers) void r.close();
+    return this.#shutdown.close(async () => {
+      // Nothing is shed while draining; stopping now frees the load-exchange port at once for
+      // a listener replacing this one on reload.
+      const recycling = this.#recycling.close();
       this.#front.close();
       this.#h1.close();
       this.#h1.closeIdleConnections();
@@ -458,19 +462,29 @@ export class L7Listener {
         s.goaway(http2.constants.NGHTTP2_NO_ERROR);
         s.close();
       }
-      this.#closing = this.#sockets.drain(timeoutMs, () => {
+      await this.#sockets.drain(timeoutMs, () => {
         this.#h1.closeIdleConnections();
         for (const c of [...this.#fast]) c.closeSoon();
       });
-    }
-    return this.#closing;
+      await recycling;
+      this.#stopSweep();
+    });
   }
 
-  /** Closes every connection at once. */
-  async destroy(): Promise<void> {
-    this.#front.close();
-    this.#h1.closeAllConnections();
-    for (const s of this.#sessions) s.destroy();
-    this.#sockets.destroyAll();
+  /** Closes every connection at once (in-flight requests fail); settles a pending `close()`. Idempotent. */
+  destroy(): Promise<void> {
+    return this.#shutdown.destroy(async () => {
+      this.#front.close();
+      this.#h1.closeAllConnections();
+      for (const s of this.#sessions) s.destroy();
+      this.#sockets.destroyAll();
+      this.#stopSweep();
+      await this.#recycling.close();
+    });
+  }
+
+  #stopSweep(): void {
+    this.#sweep?.cancel();
+    this.#sweep = undefined;
   }
 }

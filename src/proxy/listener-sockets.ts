@@ -7,6 +7,7 @@
  */
 import type net from 'node:net';
 import type { Socket } from 'node:net';
+import type { Clock, TimerHandle } from '../core/clock.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import { parseAddress } from './proxy-config.js';
 
@@ -40,12 +41,14 @@ export function boundPort(server: net.Server): number {
 export class ListenerSockets {
   readonly #name: string;
   readonly #metrics: ProxyMetrics;
+  readonly #clock: Clock;
   readonly #sockets = new Set<Socket>();
 
-  /** `name` is the listener's name in the connection metrics. */
-  constructor(name: string, metrics: ProxyMetrics) {
+  /** `name` is the listener's name in the connection metrics; drain polls and deadlines run on `clock`. */
+  constructor(name: string, metrics: ProxyMetrics, clock: Clock) {
     this.#name = name;
     this.#metrics = metrics;
+    this.#clock = clock;
   }
 
   /** Connections open now. */
@@ -69,16 +72,15 @@ export class ListenerSockets {
    */
   drain(timeoutMs: number, onPoll?: () => void): Promise<void> {
     return new Promise<void>((resolve) => {
-      const deadline = setTimeout(() => this.destroyAll(), timeoutMs);
-      deadline.unref();
+      const deadline: TimerHandle = this.#clock.setTimeout(() => this.destroyAll(), timeoutMs);
       const check = (): void => {
         onPoll?.();
         if (this.#sockets.size === 0) {
-          clearTimeout(deadline);
+          deadline.cancel();
           resolve();
           return;
         }
-        setTimeout(check, DRAIN_POLL_MS).unref();
+        this.#clock.setTimeout(check, DRAIN_POLL_MS);
       };
       check();
     });

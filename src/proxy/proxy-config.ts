@@ -11,8 +11,17 @@ import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { ensureBuiltinPolicies, getPolicy, registeredPolicies } from '../balancing/index.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
+import { parseOptions } from '../core/options.js';
 import { parseTarget } from '../core/target.js';
-import type { ClusterConfig, ListenerConfig, ListenerLimits, ProxyConfig, RouteConfig } from './config-schema.js';
+import { fairShareSpec } from '../server/fair-share/fair-share-options.js';
+import type {
+  ClusterConfig,
+  ListenerConfig,
+  ListenerFairShare,
+  ListenerLimits,
+  ProxyConfig,
+  RouteConfig,
+} from './config-schema.js';
 import { proxyConfigSchema } from './config-schema.js';
 
 export const defaultListenerLimits: ListenerLimits = Object.freeze({
@@ -26,6 +35,31 @@ export const defaultListenerLimits: ListenerLimits = Object.freeze({
 
 const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
 const validate = ajv.compile(proxyConfigSchema);
+
+/**
+ * `listeners[].recycle.fairShare`: the recycler's own option spec (declared once, in
+ * `fairShareSpec`), plus what a proxy listener needs — an `http`/`https` listener and a
+ * `loadPort` (the exchange runs on its own port; peers are asked on it).
+ */
+function checkFairShare(field: string, value: ListenerFairShare, protocol: string): void {
+  if (protocol === 'tcp') throw configError(field, 'is only valid for protocol "http" or "https"');
+  try {
+    parseOptions(field, value, fairShareSpec);
+  } catch (err) {
+    if (!(err instanceof EvenlbError)) throw err;
+    const inner = (err.details as { field?: unknown } | undefined)?.field;
+    throw new EvenlbError(ErrorCodes.INVALID_CONFIG, `proxy config: ${err.message}`, {
+      details: { field: typeof inner === 'string' ? `${field}.${inner}` : field },
+    });
+  }
+  if (typeof value.peers !== 'string')
+    throw configError(`${field}.peers`, 'must be a target URI (k8s:///, file:///, static:///, dns:///)', value.peers);
+  if (value.loadPort === undefined)
+    throw configError(
+      `${field}.loadPort`,
+      'is required: a proxy replica serves the load exchange on its own port (plain HTTP) and asks its peers on it',
+    );
+}
 
 function configError(field: string, message: string, received?: unknown): EvenlbError {
   const tail = received === undefined ? '' : `; received ${describeValue(received)}`;
@@ -214,6 +248,7 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
         if (l[k] !== undefined) throw configError(`${at}.${k}`, 'is only valid for protocol "tcp"', l[k]);
       }
     }
+    if (l.recycle?.fairShare !== undefined) checkFairShare(`${at}.recycle.fairShare`, l.recycle.fairShare, protocol);
     return Object.freeze({
       name: l.name ?? `${protocol}-${i}`,
       address: l.address,
@@ -223,10 +258,26 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
       ...(protocol === 'tcp' ? { balance: l.balance ?? 'least-connections' } : {}),
       ...(l.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: l.maxConnectionAgeMs }),
       limits: Object.freeze({ ...defaultListenerLimits, ...(l.limits ?? {}) }),
-      ...(l.recycle === undefined ? {} : { recycle: Object.freeze({ ...l.recycle }) }),
+      ...(l.recycle === undefined
+        ? {}
+        : {
+            recycle: Object.freeze({
+              ...l.recycle,
+              ...(l.recycle.fairShare === undefined ? {} : { fairShare: Object.freeze({ ...l.recycle.fairShare }) }),
+            }),
+          }),
       trustForwardedHeaders: l.trustForwardedHeaders ?? false,
     });
   });
+
+  // Fair-share metrics are the recycler's (unlabelled, one set per process): one shedding listener.
+  const shedding = listeners.filter((l) => l.recycle?.fairShare !== undefined);
+  if (shedding.length > 1) {
+    throw configError(
+      `listeners[${listeners.indexOf(shedding[1] as ListenerConfig)}].recycle.fairShare`,
+      `may be set on one listener only (already on listener "${(shedding[0] as ListenerConfig).name}")`,
+    );
+  }
 
   // Least-connections over TCP compares every endpoint (a full scan, not two random choices):
   // connections are few and long-lived, so each pick matters.

@@ -12,7 +12,11 @@
  * await proxy.close();
  */
 import { destination, type Logger, pino } from 'pino';
+import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
+import { createRandom, type Random } from '../core/random.js';
+import { Shutdown } from '../core/shutdown.js';
 import { type ClusterView, ProxyMetrics } from '../metrics/proxy-metrics.js';
+import type { FairShareStats } from '../server/fair-share/fair-share-shedder.js';
 import { AdminServer } from './admin-server.js';
 import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config-schema.js';
 import { L7Listener, type L7State } from './l7-listener.js';
@@ -22,6 +26,10 @@ import { TcpListener } from './tcp-listener.js';
 
 export interface ProxyOptions {
   readonly logger?: Logger;
+  /** Time for every timer and duration of the proxy; default the system clock. */
+  readonly clock?: Clock;
+  /** Randomness for jitter and picking; default a `createRandom()` seeded once. Seed it in tests. */
+  readonly random?: Random;
 }
 
 type Listener = L7Listener | TcpListener;
@@ -59,13 +67,22 @@ export class ProxyServer {
   #admin: AdminServer | undefined;
   /** The metrics-only admin listener (`admin.metricsAddress`), if any. */
   #metricsAdmin: AdminServer | undefined;
-  #closing: Promise<void> | undefined;
+  readonly #clock: Clock;
+  readonly #random: Random;
+  readonly #shutdown = new Shutdown();
+  /** Clusters and listeners a reload replaced, still finishing their in-flight work. */
+  readonly #retiredClusters = new Set<ProxyCluster>();
+  readonly #retiredListeners = new Set<Listener>();
+  /** Timers closing replaced clusters after the drain delay (cancelled by close/destroy). */
+  readonly #retireTimers = new Set<TimerHandle>();
   #reloading: Promise<void> = Promise.resolve();
 
   private constructor(config: ProxyConfig, options: ProxyOptions) {
     this.#config = config;
+    this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? createRandom();
     this.logger = options.logger ?? pino({ level: config.logLevel }, destination(2));
-    this.metrics = new ProxyMetrics(() => this.#views(), { windowMs: config.imbalanceWindowMs });
+    this.metrics = new ProxyMetrics(() => this.#views(), { windowMs: config.imbalanceWindowMs, clock: this.#clock });
     this.#state = { routes: new RouteTable([], () => undefined as unknown as ProxyCluster), accessLog: false };
   }
 
@@ -116,6 +133,12 @@ export class ProxyServer {
     return this.#listeners.get(name)?.port;
   }
 
+  /** What a listener's fair-share shedding (`recycle.fairShare`) has seen and done; undefined when off. */
+  listenerFairShare(name: string): FairShareStats | undefined {
+    const l = this.#listeners.get(name);
+    return l instanceof L7Listener ? l.recycling.fairShare() : undefined;
+  }
+
   get adminPort(): number | undefined {
     return this.#admin?.port;
   }
@@ -138,7 +161,7 @@ export class ProxyServer {
   }
 
   #notReady(): string | undefined {
-    if (this.#closing !== undefined) return 'shutting down';
+    if (this.#shutdown.closed) return 'shutting down';
     for (const c of this.#clusters.values()) {
       if (c.source.snapshot().status.state === 'pending') return `cluster ${c.name}: discovery pending`;
     }
@@ -163,6 +186,8 @@ export class ProxyServer {
         if (keepCluster(c)) newClusters.set(c.name, this.#clusters.get(c.name) as ProxyCluster);
         else {
           const cluster = new ProxyCluster(c, {
+            clock: this.#clock,
+            random: this.#random,
             observer: {
               requestEnded: (cluster, key, _outcome, ms) => this.metrics.observeUpstream(cluster, key, ms),
               ejected: (cluster, key) => this.metrics.ejected(cluster, key),
@@ -174,10 +199,14 @@ export class ProxyServer {
       }
       // Wait for first discovery answers, but never forever: an unreachable API server must not
       // keep the proxy from starting (requests wait or get 503 `discovery-pending`; /readyz says so).
+      let waitTimer: TimerHandle | undefined;
       await Promise.race([
         Promise.all(started.map((c) => c.ready())),
-        new Promise<void>((resolve) => setTimeout(resolve, DISCOVERY_WAIT_MS).unref()),
+        new Promise<void>((resolve) => {
+          waitTimer = this.#clock.setTimeout(resolve, DISCOVERY_WAIT_MS);
+        }),
       ]);
+      waitTimer?.cancel();
       const routes = new RouteTable(config.routes, (name) => newClusters.get(name) as ProxyCluster);
       const state: L7State = { routes, accessLog: config.accessLog };
       // Listeners: keep identical ones, restart changed ones, start new ones.
@@ -193,6 +222,12 @@ export class ProxyServer {
       // Free the addresses of listeners being replaced before binding new ones.
       const freeing = toStop.filter((l) => config.listeners.some((n) => n.address === l.config.address));
       const draining = freeing.map((l) => l.close(config.drainTimeoutMs));
+      // Fair-share shedding moves with its load-exchange port: a replaced listener gives it up first.
+      const loadPorts = new Set(config.listeners.map((l) => l.recycle?.fairShare?.loadPort));
+      for (const l of toStop) {
+        const port = l.config.recycle?.fairShare?.loadPort;
+        if (l instanceof L7Listener && port !== undefined && loadPorts.has(port)) await l.recycling.stopShedding();
+      }
       const newListeners = new Map<string, Listener>();
       for (const l of config.listeners) {
         if (keepListener(l)) {
@@ -210,8 +245,16 @@ export class ProxyServer {
                 cluster: () => this.#clusters.get(l.cluster as string),
                 metrics: this.metrics,
                 logger: this.logger,
+                clock: this.#clock,
+                random: this.#random,
               })
-            : new L7Listener(l, { state: () => this.#state, metrics: this.metrics, logger: this.logger });
+            : new L7Listener(l, {
+                state: () => this.#state,
+                metrics: this.metrics,
+                logger: this.logger,
+                clock: this.#clock,
+                random: this.#random,
+              });
         await listener.listen();
         this.metrics.initListener(l.name);
         startedListeners.push(listener);
@@ -223,14 +266,15 @@ export class ProxyServer {
       this.#listeners = newListeners;
       this.#state = state;
       this.#config = config;
-      for (const l of toStop) if (!freeing.includes(l)) void l.close(config.drainTimeoutMs);
-      void Promise.all(draining);
+      for (const l of toStop) {
+        this.#retiredListeners.add(l);
+        const closing = freeing.includes(l)
+          ? (draining[freeing.indexOf(l)] as Promise<void>)
+          : l.close(config.drainTimeoutMs);
+        void closing.then(() => this.#retiredListeners.delete(l));
+      }
       for (const [name, c] of oldClusters) {
-        if (newClusters.get(name) !== c) {
-          // Let in-flight requests finish on the old cluster before closing its pools.
-          const t = setTimeout(() => void c.close(), Math.min(config.drainTimeoutMs, 5_000));
-          t.unref();
-        }
+        if (newClusters.get(name) !== c) this.#retireCluster(c, Math.min(config.drainTimeoutMs, 5_000));
       }
     } catch (err) {
       for (const l of startedListeners) await l.destroy();
@@ -245,7 +289,7 @@ export class ProxyServer {
    */
   reload(config: ProxyConfig): Promise<void> {
     const run = this.#reloading.then(async () => {
-      if (this.#closing !== undefined) return;
+      if (this.#shutdown.closed) return;
       try {
         await this.#apply(config, false);
         this.metrics.reloads.inc({ result: 'ok' });
@@ -259,26 +303,47 @@ export class ProxyServer {
     return run;
   }
 
-  /** Graceful stop: listeners stop accepting and drain, then clusters close. Idempotent. */
-  close(): Promise<void> {
-    this.#closing ??= (async () => {
-      const timeout = this.#config.drainTimeoutMs;
-      await Promise.all([...this.#listeners.values()].map((l) => l.close(timeout)));
-      await Promise.all([...this.#clusters.values()].map((c) => c.close()));
-      await this.#admin?.close();
-      await this.#metricsAdmin?.close();
-      this.metrics.close();
-    })();
-    return this.#closing;
+  /** Lets in-flight requests finish on a replaced cluster for `delayMs`, then closes its pools. */
+  #retireCluster(cluster: ProxyCluster, delayMs: number): void {
+    this.#retiredClusters.add(cluster);
+    const timer = this.#clock.setTimeout(() => {
+      this.#retireTimers.delete(timer);
+      void cluster.close().then(() => this.#retiredClusters.delete(cluster));
+    }, delayMs);
+    this.#retireTimers.add(timer);
   }
 
-  /** Abrupt stop. */
-  async destroy(): Promise<void> {
-    this.#closing ??= Promise.resolve();
-    await Promise.all([...this.#listeners.values()].map((l) => l.destroy()));
-    await Promise.all([...this.#clusters.values()].map((c) => c.destroy()));
-    await this.#admin?.close();
-    await this.#metricsAdmin?.close();
-    this.metrics.close();
+  /**
+   * Graceful stop: listeners stop accepting and drain (in-flight requests finish; after
+   * `drainTimeoutMs` the rest are cut), then clusters close and the admin servers stop.
+   * Always settles; idempotent; a `destroy()` meanwhile settles it too.
+   */
+  close(): Promise<void> {
+    return this.#shutdown.close(async () => {
+      for (const t of this.#retireTimers) t.cancel();
+      this.#retireTimers.clear();
+      const timeout = this.#config.drainTimeoutMs;
+      const listeners = [...this.#listeners.values(), ...this.#retiredListeners];
+      await Promise.all(listeners.map((l) => l.close(timeout)));
+      await Promise.all([...this.#clusters.values(), ...this.#retiredClusters].map((c) => c.close()));
+      await Promise.all([this.#admin?.close(), this.#metricsAdmin?.close()]);
+      this.metrics.close();
+    });
+  }
+
+  /**
+   * Abrupt stop: every client connection and upstream request is cut, discovery and admin
+   * servers stop. Settles within a second, also settling a pending `close()`. Idempotent.
+   */
+  destroy(err?: Error): Promise<void> {
+    return this.#shutdown.destroy(async () => {
+      for (const t of this.#retireTimers) t.cancel();
+      this.#retireTimers.clear();
+      const listeners = [...this.#listeners.values(), ...this.#retiredListeners];
+      await Promise.all(listeners.map((l) => l.destroy()));
+      await Promise.all([...this.#clusters.values(), ...this.#retiredClusters].map((c) => c.destroy(err)));
+      await Promise.all([this.#admin?.destroy(), this.#metricsAdmin?.destroy()]);
+      this.metrics.close();
+    });
   }
 }

@@ -10,7 +10,9 @@
 import net, { type Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { hashKey, type PickContext } from '../balancing/picker.js';
-import { createRandom, type Random } from '../core/random.js';
+import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Random } from '../core/random.js';
+import { Shutdown } from '../core/shutdown.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { ListenerConfig } from './config-schema.js';
 import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
@@ -20,23 +22,23 @@ export interface TcpListenerDeps {
   readonly cluster: () => ProxyCluster | undefined;
   readonly metrics: ProxyMetrics;
   readonly logger: Logger;
-  /** Draws each connection's age jitter; seeded in tests, `createRandom()` otherwise. */
-  readonly random?: Random;
+  /** Connect timeouts and connection ages run on this clock. */
+  readonly clock: Clock;
+  /** Draws each connection's age jitter. */
+  readonly random: Random;
 }
 
 export class TcpListener {
   readonly config: ListenerConfig;
   readonly #deps: TcpListenerDeps;
-  readonly #random: Random;
   readonly #server: net.Server;
   readonly #sockets: ListenerSockets;
-  #closing: Promise<void> | undefined;
+  readonly #shutdown = new Shutdown();
 
   constructor(config: ListenerConfig, deps: TcpListenerDeps) {
     this.config = config;
     this.#deps = deps;
-    this.#random = deps.random ?? createRandom();
-    this.#sockets = new ListenerSockets(config.name, deps.metrics);
+    this.#sockets = new ListenerSockets(config.name, deps.metrics, deps.clock);
     this.#server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.#onConnection(socket));
     if (config.limits.maxConnections > 0) this.#server.maxConnections = config.limits.maxConnections;
   }
@@ -84,18 +86,22 @@ export class TcpListener {
       load.end(startMs, ok);
     };
     const upstream = net.connect({ host: endpoint.address, port: endpoint.port, noDelay: true });
-    const timer = setTimeout(() => upstream.destroy(new Error('connect timeout')), cluster.config.connectTimeoutMs);
-    timer.unref();
+    const clock = this.#deps.clock;
+    const timer = clock.setTimeout(
+      () => upstream.destroy(new Error('connect timeout')),
+      cluster.config.connectTimeoutMs,
+    );
+    let ageTimer: TimerHandle | undefined;
     upstream.once('connect', () => {
-      clearTimeout(timer);
+      timer.cancel();
       connected = true;
       upstream.pipe(client);
       client.pipe(upstream);
       client.resume();
       const age = this.config.maxConnectionAgeMs;
       if (age !== undefined) {
-        const rnd = this.#random.next();
-        const t = setTimeout(
+        const rnd = this.#deps.random.next();
+        ageTimer = clock.setTimeout(
           () => {
             // Half-close both ways: the client sees EOF and reconnects through the balancer.
             client.end();
@@ -103,12 +109,10 @@ export class TcpListener {
           },
           age * (0.9 + 0.2 * rnd),
         );
-        t.unref();
-        upstream.once('close', () => clearTimeout(t));
       }
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
+      timer.cancel();
       if (!connected) {
         end(false);
         if (retries > 0) {
@@ -123,6 +127,8 @@ export class TcpListener {
       client.destroy();
     });
     upstream.once('close', () => {
+      timer.cancel();
+      ageTimer?.cancel();
       end(true);
       if (connected) client.destroy();
     });
@@ -131,17 +137,22 @@ export class TcpListener {
     });
   }
 
-  /** Stops accepting; open connections end by themselves or are destroyed after `timeoutMs`. */
+  /**
+   * Stops accepting; open connections end by themselves or are destroyed after `timeoutMs`.
+   * Always settles; idempotent; `destroy()` settles it at once.
+   */
   close(timeoutMs = 30_000): Promise<void> {
-    if (this.#closing === undefined) {
+    return this.#shutdown.close(async () => {
       this.#server.close();
-      this.#closing = this.#sockets.drain(timeoutMs);
-    }
-    return this.#closing;
+      await this.#sockets.drain(timeoutMs);
+    });
   }
 
-  async destroy(): Promise<void> {
-    this.#server.close();
-    this.#sockets.destroyAll();
+  /** Cuts every connection (client and upstream side); settles a pending `close()`. Idempotent. */
+  destroy(): Promise<void> {
+    return this.#shutdown.destroy(async () => {
+      this.#server.close();
+      this.#sockets.destroyAll();
+    });
   }
 }

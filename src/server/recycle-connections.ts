@@ -11,6 +11,7 @@ import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { FairShareMetrics } from '../metrics/fair-share-metrics.js';
 import { ConnectionRegistry, type ConnectionStats } from './connection-registry.js';
 import { FairShareShedder, type FairShareStats } from './fair-share/fair-share-shedder.js';
+import { registryShedderHost } from './fair-share/registry-shedder-host.js';
 import { type ParsedRecyclerOptions, parseRecyclerOptions, type RecyclerOptions } from './recycler-options.js';
 
 const COMPONENT = 'recycleConnections';
@@ -77,7 +78,7 @@ export function recycleConnections(server: unknown, options: RecyclerOptions = {
     }
     const metricsRegistry = settings.options.metrics?.registry;
     shedder = new FairShareShedder(
-      registry,
+      registryShedderHost(registry),
       settings.fairShare,
       settings.clock,
       settings.random,

@@ -99,9 +99,12 @@ describe('proxy with a file:/// upstream', () => {
     const port = proxy.listenerPort('web') as number;
     const run = load(port, 8, 20_000);
     await waitFor(() => run.state.ok > 300, 10_000, 'warm-up load');
-    const before = backends.map((b) => b.hits);
     writeEndpoints([ep(b1), ep(b2), ep(b3), ep(b4)]);
-    await new Promise((r) => setTimeout(r, 1000));
+    // Within 1 s the proxy sends the new backend requests; over the next 1000 it gets a fair share.
+    await waitFor(() => b4.hits > 0, 1000, 'the first request at the added backend');
+    const before = backends.map((b) => b.hits);
+    const sum = (hits: number[]) => hits.reduce((a, h) => a + h, 0);
+    await waitFor(() => sum(backends.map((b) => b.hits)) - sum(before) >= 1000, 10_000, '1000 more requests');
     const after = backends.map((b) => b.hits);
     await run.stop();
     const delta = after.map((h, i) => h - (before[i] as number));

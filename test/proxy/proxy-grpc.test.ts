@@ -33,6 +33,8 @@ interface ServerHandle {
   readonly key: string;
   unary: number;
   cancelled: number;
+  /** Slow calls received. */
+  slowStarted: number;
   lastDeadlineMs: number | undefined;
   /** Forwarding metadata of the last unary call. */
   lastForwarded: Record<string, string> | undefined;
@@ -65,6 +67,7 @@ async function startServer(name: string, address: string): Promise<ServerHandle>
     key: '',
     unary: 0,
     cancelled: 0,
+    slowStarted: 0,
     lastDeadlineMs: undefined,
     lastForwarded: undefined,
   };
@@ -86,6 +89,7 @@ async function startServer(name: string, address: string): Promise<ServerHandle>
       call.on('end', () => call.end());
     },
     Slow(call: grpc.ServerUnaryCall<Msg, Msg>, cb: grpc.sendUnaryData<Msg>) {
+      h.slowStarted++;
       const d = call.getDeadline();
       h.lastDeadlineMs =
         d instanceof Date ? d.getTime() - Date.now() : typeof d === 'number' ? d - Date.now() : undefined;
@@ -202,8 +206,9 @@ describe('gRPC through the proxy', () => {
 
   it('propagates a client cancel (RST_STREAM) to the server', async () => {
     const before = servers.reduce((a, s) => a + s.cancelled, 0);
+    const started = servers.reduce((a, s) => a + s.slowStarted, 0);
     const call = client.Slow({ text: 'wait' }, {}, () => {});
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => servers.reduce((a, s) => a + s.slowStarted, 0) === started + 1, 5000, 'the call at a server');
     call.cancel();
     await waitFor(() => servers.reduce((a, s) => a + s.cancelled, 0) === before + 1, 5000, 'server-side cancel');
   });

@@ -24,6 +24,7 @@ const MiB = 1024 * 1024;
 const BIG_BYTES = 32 * MiB;
 const CHUNK_BYTES = 64 * 1024;
 
+/** A slow reader's pause (what the test models), never a wait for the proxy. */
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -667,8 +668,8 @@ describe('proxy HTTP/1.1 data path', () => {
       const h = await c.read({ head: true, timeoutMs: 3000 });
       expect(h.status).toBe(200);
       expect(h.headers['content-length']).toBe('1000');
-      // Nothing of a body may follow a HEAD response.
-      await sleep(50);
+      // Nothing of a body may follow a HEAD response: the next bytes on the connection are
+      // the next response's head.
       expect(c.buffered).toBe(0);
       c.write(get('echo.test', '/after-head'));
       const g = await c.read();
@@ -713,7 +714,8 @@ describe('proxy HTTP/1.1 data path', () => {
       const p = await c.read();
       expect(p.status).toBe(502);
       expect(p.headers['x-evenlb-reason']).toBeDefined();
-      await sleep(50);
+      // The 502 came after the proxy gave up: a retry would have been sent before it.
+      await waitFor(() => stale.requests.some((l) => l.startsWith('POST')), 3000, 'the POST at the backend');
       expect(stale.requests.filter((l) => l.startsWith('POST')).length).toBe(1);
     } finally {
       c.destroy();
@@ -737,7 +739,8 @@ describe('proxy HTTP/1.1 data path', () => {
     c.write(get('echo.test', '/slow'));
     // Wait for the head and at least one tick, then vanish.
     await waitFor(() => c.buffered > 0, 5000, 'the first bytes of the slow response');
-    await sleep(250);
+    const first = c.buffered;
+    await waitFor(() => c.buffered > first, 5000, 'another tick of the slow response');
     expect(echo.slowClosedAt).toBe(0);
     const goneAt = Date.now();
     c.destroy();
@@ -821,8 +824,9 @@ describe('proxy HTTP/1.1 data path', () => {
 
   it('gives up a request whose client half-closes before the body is complete', async () => {
     const c = await RawConn.open(port);
+    echo.uploadBytes = 0;
     c.write('POST /upload HTTP/1.1\r\nHost: echo.test\r\nContent-Length: 1000\r\n\r\n0123456789');
-    await sleep(100);
+    await waitFor(() => echo.uploadBytes === 10, 5000, 'the partial body at the backend');
     c.socket.end();
     await waitFor(() => c.closed, 3000, 'the proxy to close the connection');
   });

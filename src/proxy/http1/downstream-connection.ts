@@ -68,6 +68,8 @@ export class Http1Downstream {
   readonly #maxAgeMs: number | undefined;
   /** Requests forwarded on this connection. */
   #requests = 0;
+  /** Set by `retire()`: every later response carries `Connection: close`. */
+  #retired = false;
   readonly #onData = (chunk: Buffer): void => this.#read(chunk);
   readonly #onEnd = (): void => this.#peerEnded();
   readonly #onClose = (): void => this.#closed();
@@ -129,6 +131,26 @@ export class Http1Downstream {
   /** True between requests with nothing buffered (safe to close). */
   get idle(): boolean {
     return this.#state === S_HEAD && this.#buf === undefined;
+  }
+
+  /** Requests forwarded on this connection (fair-share shedding reads it). */
+  get requests(): number {
+    return this.#requests;
+  }
+
+  /** True while a request is being received or answered. */
+  get busy(): boolean {
+    return this.#state === S_BODY || this.#state === S_WAIT;
+  }
+
+  /**
+   * Retires the connection at a response boundary, never while idle (the client may be writing
+   * its next request): the response in progress carries `Connection: close` if its head is not
+   * sent yet, else the next response does.
+   */
+  retire(): void {
+    this.#retired = true;
+    if (this.busy && !this.#exchange.responded) this.#closeAfter = true;
   }
 
   /** Closes now when idle, else after the current response. */
@@ -242,7 +264,7 @@ export class Http1Downstream {
     const hasBody = head.chunked || head.contentLength > 0;
     if (head.expect && !this.#expectation(head, hasBody)) return;
     this.#method = head.method;
-    this.#closeAfter = head.close;
+    this.#closeAfter = head.close || this.#retired;
     this.#path = head.target;
     const route = routeRequest(head, hasBody, ctx, this.#client);
     if (route.type === 'reject') {

@@ -10,7 +10,6 @@
  * warning says why (at most once a minute) and the metrics show the peers answering.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   FairShareDecider,
   type FairShareDecision,
@@ -24,10 +23,8 @@ import { createEndpointSource } from '../../discovery/create-endpoint-source.js'
 import type { EndpointSource } from '../../discovery/endpoint-source.js';
 import { discoveryLogger } from '../../discovery/file-endpoint-source.js';
 import '../../discovery/kubernetes/index.js';
-import { LoadMeter } from '../../balancing/fair-share/load-meter.js';
+import { LoadMeter, type MeteredConnection } from '../../balancing/fair-share/load-meter.js';
 import type { FairShareMetrics } from '../../metrics/fair-share-metrics.js';
-import type { RecyclableServer, ServerKind } from '../server-kind.js';
-import type { TrackedConnection } from '../tracked-connection.js';
 import type { FairShareLogger, FairShareSettings } from './fair-share-options.js';
 import {
   answerLoadRequest,
@@ -40,14 +37,34 @@ import { isSelf, selfAddresses } from './self-address.js';
 
 const WARN_EVERY_MS = 60_000;
 
-/** What the shedder reads from the server's connection registry. */
+/**
+ * One connection the shedder may retire: its counters, and a graceful retirement at the
+ * connection's next response boundary (HTTP/1.1: `Connection: close` on a response; HTTP/2:
+ * GOAWAY). A recycler's `TrackedConnection` is one; so is a proxy listener's downstream.
+ */
+export interface SheddableConnection extends MeteredConnection {
+  readonly closed: boolean;
+  /** Why it is retiring already, or undefined while it is open (a retiring one is skipped). */
+  readonly retiring: string | undefined;
+  retire(reason: 'fair-share'): void;
+}
+
+/**
+ * What the shedder reads from the server it sheds for: a recycled node server's connection
+ * registry (`registryShedderHost`) or a proxy listener (its own HTTP/1.1 data path plus
+ * node:http2 sessions).
+ */
 export interface ShedderHost {
-  readonly server: RecyclableServer;
-  readonly kind: ServerKind;
+  /** The port the server listens on (tells apart pods sharing an address); undefined before it listens. */
+  readonly port: number | undefined;
+  /** True when the server speaks TLS: a same-port load exchange asks peers over HTTPS. */
+  readonly tls: boolean;
+  /** True while the server drains: nothing is shed. */
   readonly draining: boolean;
-  /** Requests handed to the application so far. */
+  /** Requests served so far; never decreases (closed connections' requests stay counted). */
   readonly requestsTotal: number;
-  connections(): Iterable<TrackedConnection>;
+  /** The connections open now. */
+  connections(): Iterable<SheddableConnection>;
 }
 
 /** What fair-share shedding has seen and done. */
@@ -130,7 +147,7 @@ export class FairShareShedder {
       timeoutMs: options.peerTimeoutMs,
       metric: decision.loadMetric,
       path: options.loadPath,
-      tls: options.loadPort === undefined && host.kind !== 'http1',
+      tls: options.loadPort === undefined && host.tls,
     });
     this.#ownsSource = typeof options.peers === 'string';
     this.#source =
@@ -288,7 +305,7 @@ export class FairShareShedder {
     const peerLoads = this.#table.freshLoads(now);
     this.#metrics?.peers(peerLoads.length, failures.length);
 
-    const open: TrackedConnection[] = [];
+    const open: SheddableConnection[] = [];
     const loads: number[] = [];
     for (const c of this.#host.connections()) {
       if (c.closed || c.retiring !== undefined) continue;
@@ -308,7 +325,7 @@ export class FairShareShedder {
       this.#metrics?.decided(decision, ownLoad, 0);
       return;
     }
-    for (const i of decision.connections) (open[i] as TrackedConnection).retire('fair-share');
+    for (const i of decision.connections) (open[i] as SheddableConnection).retire('fair-share');
     this.#shed += decision.connections.length;
     this.#metrics?.decided(decision, ownLoad, decision.connections.length);
   }
@@ -346,9 +363,8 @@ export class FairShareShedder {
   /** Updates peers from the source; false when this pod is not listed ready. */
   #refreshPeers(): boolean {
     const eligible = this.#source.snapshot().endpoints.eligible();
-    const address = this.#host.server.address() as AddressInfo | null;
     const candidates = eligible.filter((e) => isSelf(e, this.#addresses, undefined));
-    const port = address !== null && typeof address === 'object' ? address.port : undefined;
+    const port = this.#host.port;
     const self = candidates.length <= 1 ? candidates[0] : candidates.find((e) => isSelf(e, this.#addresses, port));
     this.#peerEndpoints.clear();
     for (const e of eligible) if (e !== self) this.#peerEndpoints.set(e.key, e);
