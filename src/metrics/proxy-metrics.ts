@@ -10,6 +10,15 @@ import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'pr
 import type { Balancer } from '../balancing/balancer.js';
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
 import { type Imbalance, imbalance } from './imbalance.js';
+import {
+  bucketQuantileMs,
+  LATENCY_BUCKETS_S,
+  type LatencyCounts,
+  latencyHistogram,
+  windowBuckets,
+} from './latency-buckets.js';
+
+export { bucketQuantileMs, LATENCY_BUCKETS_S };
 
 /** What the metrics read from one cluster. */
 export interface ClusterView {
@@ -28,6 +37,7 @@ export const proxyMetricNames = Object.freeze({
   upstreamDuration: 'evenlb_proxy_upstream_request_duration_seconds',
   endpointEjected: 'evenlb_proxy_endpoint_ejected',
   endpointEjections: 'evenlb_proxy_endpoint_ejections_total',
+  upstreamRetries: 'evenlb_proxy_upstream_retries_total',
   endpointReady: 'evenlb_proxy_endpoint_ready',
   imbalanceMaxOverMean: 'evenlb_proxy_imbalance_max_over_mean',
   imbalanceCov: 'evenlb_proxy_imbalance_cov',
@@ -47,90 +57,7 @@ interface Sample {
   readonly latency: ReadonlyMap<string, Float64Array>;
 }
 
-/** Upper bounds (seconds) of the upstream latency histogram's buckets. */
-export const LATENCY_BUCKETS_S: readonly number[] = Object.freeze([
-  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-]);
-
 const CODE_CLASSES = ['aborted', '1xx', '2xx', '3xx', '4xx', '5xx'];
-
-interface LatencyCounts {
-  readonly cluster: string;
-  readonly endpoint: string;
-  /** Non-cumulative counts per bucket; observations above the last bound only count in `count`. */
-  readonly buckets: Float64Array;
-  sum: number;
-  count: number;
-}
-
-/**
- * A Prometheus histogram backed by plain per-endpoint arrays: observing is a few arithmetic
- * operations (prom-client's own `observe` hashes the label set every time), and the registry
- * reads the cumulative buckets at scrape time.
- */
-function latencyHistogram(name: string, data: ReadonlyMap<string, LatencyCounts>) {
-  const help = 'Upstream request duration (to the end of the response), seconds.';
-  const get = async () => {
-    const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
-    for (const c of data.values()) {
-      let cumulative = 0;
-      LATENCY_BUCKETS_S.forEach((le, i) => {
-        cumulative += c.buckets[i] as number;
-        values.push({
-          metricName: `${name}_bucket`,
-          labels: { le, cluster: c.cluster, endpoint: c.endpoint },
-          value: cumulative,
-        });
-      });
-      values.push({
-        metricName: `${name}_bucket`,
-        labels: { le: '+Inf', cluster: c.cluster, endpoint: c.endpoint },
-        value: c.count,
-      });
-      values.push({ metricName: `${name}_sum`, labels: { cluster: c.cluster, endpoint: c.endpoint }, value: c.sum });
-      values.push({
-        metricName: `${name}_count`,
-        labels: { cluster: c.cluster, endpoint: c.endpoint },
-        value: c.count,
-      });
-    }
-    return { name, help, type: 'histogram', aggregator: 'sum', values };
-  };
-  return { name, help, type: 'histogram', aggregator: 'sum', labelNames: ['cluster', 'endpoint'], get, reset() {} };
-}
-
-/** Bucket counts observed since `before` (all of `now` when there is no earlier sample). */
-function windowBuckets(now: Float64Array | undefined, before: Float64Array | undefined): Float64Array | undefined {
-  if (now === undefined) return undefined;
-  if (before === undefined) return now;
-  const out = new Float64Array(now.length);
-  for (let i = 0; i < now.length; i++) out[i] = (now[i] as number) - (before[i] as number);
-  return out;
-}
-
-/**
- * The `q` quantile of non-cumulative bucket counts over `LATENCY_BUCKETS_S`, in ms, linear
- * within the bucket it falls in (the first bucket starts at 0); null when there are no counts.
- * Observations above the last bound are not in the buckets: a quantile there reads the last bound.
- */
-export function bucketQuantileMs(buckets: Float64Array | undefined, q: number): number | null {
-  if (buckets === undefined) return null;
-  let total = 0;
-  for (const n of buckets) total += n;
-  if (total <= 0) return null;
-  const rank = q * total;
-  let seen = 0;
-  for (let i = 0; i < buckets.length; i++) {
-    const n = buckets[i] as number;
-    if (n > 0 && seen + n >= rank) {
-      const lo = i === 0 ? 0 : (LATENCY_BUCKETS_S[i - 1] as number);
-      const hi = LATENCY_BUCKETS_S[i] as number;
-      return (lo + ((hi - lo) * (rank - seen)) / n) * 1000;
-    }
-    seen += n;
-  }
-  return (LATENCY_BUCKETS_S[LATENCY_BUCKETS_S.length - 1] as number) * 1000;
-}
 
 export interface EndpointStats {
   readonly key: string;
@@ -189,6 +116,7 @@ export class ProxyMetrics {
   /** Answered requests per listener, indexed by status class (0 = aborted, 1..5 = 1xx..5xx). */
   readonly #answered = new Map<string, Float64Array>();
   readonly #rejected: Counter<'listener' | 'reason'>;
+  readonly #retries: Counter<'cluster' | 'reason'>;
   readonly #connections: Gauge<'listener'>;
   readonly reloads: Counter<'result'>;
   #timer: TimerHandle | undefined;
@@ -248,6 +176,12 @@ export class ProxyMetrics {
           for (const e of c.balancer.endpointSet.endpoints) this.inc({ cluster: c.name, endpoint: e.key }, 0);
         }
       },
+    });
+    this.#retries = new Counter({
+      name: n.upstreamRetries,
+      help: "Upstream attempts retried by the cluster's retry policy, by reason (connect-failure, reused-connection, idempotent).",
+      labelNames: ['cluster', 'reason'],
+      registers: [r],
     });
     new Gauge({
       name: n.zoneRequestShare,
@@ -378,6 +312,11 @@ export class ProxyMetrics {
   ejected(cluster: string, endpoint: string): void {
     this.#ejectionsCounter.inc({ cluster, endpoint });
     this.#ejections.set(cluster, (this.#ejections.get(cluster) ?? 0) + 1);
+  }
+
+  /** Records one retry of an upstream attempt (the cluster's retry policy chose to send it again). */
+  retried(cluster: string, reason: string): void {
+    this.#retries.inc({ cluster, reason });
   }
 
   rejected(listener: string, reason: string): void {

@@ -191,6 +191,7 @@ export class ProxyServer {
             observer: {
               requestEnded: (cluster, key, _outcome, ms) => this.metrics.observeUpstream(cluster, key, ms),
               ejected: (cluster, key) => this.metrics.ejected(cluster, key),
+              retried: (cluster, reason) => this.metrics.retried(cluster, reason),
             },
           });
           started.push(cluster);

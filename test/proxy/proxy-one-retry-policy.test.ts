@@ -3,7 +3,7 @@
  * way through `BalancedAgent` and through the proxy's HTTP/1.1 data path — the same number of
  * upstream attempts (seen by the servers and in the cluster's per-endpoint stats), the same
  * final statuses, the same retries counted once in the cluster's stats (and, for the client,
- * `evenlb_client_retries_total`). Real servers on loopback, table-driven:
+ * `evenlb_client_retries_total`, for the proxy `evenlb_proxy_upstream_retries_total`). Real servers on loopback, table-driven:
  *
  * - connect refused → retried on the other endpoint (`connect-failure`);
  * - a kept-alive upstream socket reset before any answer → retried once on a fresh socket,
@@ -23,7 +23,13 @@ import { Registry } from 'prom-client';
 import { request } from 'undici';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { ClusterStats } from '../../src/cluster/cluster-stats.js';
-import { BalancedAgent, type ClusterSettings, clientMetricNames, StaticEndpointSource } from '../../src/index.js';
+import {
+  BalancedAgent,
+  type ClusterSettings,
+  clientMetricNames,
+  proxyMetricNames,
+  StaticEndpointSource,
+} from '../../src/index.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { nextLoopbackAddress } from '../support/loopback-pods.js';
 import { startProxy } from './helpers.js';
@@ -113,6 +119,8 @@ interface Counts {
   readonly attempts: number;
   readonly errors: number;
   readonly retries: number;
+  /** Retries in the metrics: `evenlb_client_retries_total`, or the proxy's `evenlb_proxy_upstream_retries_total`. */
+  readonly metric?: number;
 }
 
 function fromStats(stats: ClusterStats): { attempts: number; errors: number; retries: number } {
@@ -227,6 +235,7 @@ describe('one retry policy through the client and through the proxy', () => {
     const cluster = proxy.clusters.get('svc')?.cluster;
     if (cluster === undefined) throw new Error('no cluster');
     const before = fromStats(cluster.stats());
+    const metricBefore = await counterSum(proxy.metrics.registry, proxyMetricNames.upstreamRetries);
     const hits = list.reduce((n, s) => n + s.hits, 0);
     const statuses: number[] = [];
     for (let i = 0; i < c.requests; i++) statuses.push(await get(`/r${i}`));
@@ -234,11 +243,16 @@ describe('one retry policy through the client and through the proxy', () => {
       statuses,
       hits: list.reduce((n, s) => n + s.hits, 0) - hits,
       ...delta(before, fromStats(cluster.stats())),
+      metric: (await counterSum(proxy.metrics.registry, proxyMetricNames.upstreamRetries)) - metricBefore,
     };
   }
 
   async function retriesMetric(registry: Registry): Promise<number> {
-    const metric = registry.getSingleMetric(clientMetricNames.retries);
+    return counterSum(registry, clientMetricNames.retries);
+  }
+
+  async function counterSum(registry: Registry, name: string): Promise<number> {
+    const metric = registry.getSingleMetric(name);
     if (metric === undefined) return 0;
     return (await metric.get()).values.reduce((n, v) => n + v.value, 0);
   }
@@ -258,6 +272,7 @@ describe('one retry policy through the client and through the proxy', () => {
         attempts: client.attempts,
         errors: client.errors,
         retries: client.retries,
+        metric: client.metric,
       };
       expect(await viaProxy(c, 'http1')).toEqual(same);
       expect(await viaProxy(c, 'h2')).toEqual(same);
