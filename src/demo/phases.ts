@@ -53,9 +53,12 @@ export const PHASES: Readonly<Record<PhaseId, PhaseInfo>> = Object.freeze({
       'The server-side cure. Clients are pinned as in the first phase, but every pod runs the evenlb connection ' +
       'recycler with fair-share shedding: each pod asks a few peers (listed in a watched file:/// endpoint list, as ' +
       'an EndpointSlice would list them) for their load and closes a connection gracefully (Connection: close) ' +
-      'only while it serves more than the fleet mean plus 10%. The re-dial lands on a random pod; pods at or ' +
-      'below their share close nothing, so the fleet settles with few reconnects and the new pod is filled by ' +
-      'the others shedding toward it.',
+      'only while it serves more than the fleet mean plus 10%, or more than the mean while a peer is well below it. ' +
+      'Load here is the connections each pod holds (--fair-share-load-metric connections): every client sends ' +
+      'at the same rate over one connection, so that count is exact, where requests per second over a short ' +
+      'window are noisy on a busy machine (the library default, right when callers differ in rate). The ' +
+      're-dial lands on a random pod; pods at or below their share close nothing, so the fleet settles with few ' +
+      'reconnects and the new pod is filled by the others shedding toward it.',
   },
   'recycler-age': {
     id: 'recycler-age',

@@ -10,7 +10,7 @@
  * peers from that endpoint list (the demo's file:///), serves its load on the same port, and
  * closes connections only while it carries more than its share.
  *
- * With `--warm-up-requests N` the pod sends itself N requests over one connection before it
+ * With `--warm-up-requests N` the pod sends itself N requests over 4 connections before it
  * reports `listening` (so before the demo lists it), as services with a JIT warm up before their
  * readiness probe passes: on a busy machine a cold Node process answers its first few hundred
  * requests slowly, and clients that send one request at a time then give it fewer requests
@@ -35,6 +35,8 @@ import { listenToParent, sendToParent } from './child-channel.js';
 const STATS_INTERVAL_MS = 100;
 /** Marks the pod's own warm-up requests (answered, not counted). */
 const WARM_UP_HEADER = 'x-evenlb-demo-warm-up';
+/** Connections the warm-up requests are spread over (at once). */
+const WARM_UP_CONNECTIONS = 4;
 
 const optional = <K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> =>
   value === undefined ? {} : ({ [key]: value } as Record<K, number>);
@@ -176,24 +178,35 @@ async function main(): Promise<void> {
   });
 }
 
-/** Sends `count` requests to this pod over one keep-alive connection, one after another. */
+/**
+ * Sends `count` requests to this pod over `WARM_UP_CONNECTIONS` keep-alive connections, one
+ * after another on each, so the accept path and concurrent requests are warm too.
+ */
 async function warmUp(address: string, port: number, count: number): Promise<void> {
   if (!(count > 0)) return;
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const agent = new Agent({ keepAlive: true, maxSockets: WARM_UP_CONNECTIONS });
   try {
-    for (let i = 0; i < count; i++) {
-      await new Promise<void>((resolve, reject) => {
-        const req = request({ host: address, port, path: '/', agent, headers: { [WARM_UP_HEADER]: '1' } }, (res) => {
-          res.resume();
-          res.on('end', resolve);
-          res.on('error', reject);
-        });
-        req.on('error', reject);
-        req.end();
-      });
-    }
+    const perConnection = Math.ceil(count / WARM_UP_CONNECTIONS);
+    await Promise.all(
+      Array.from({ length: WARM_UP_CONNECTIONS }, () => warmUpLoop(agent, address, port, perConnection)),
+    );
   } finally {
     agent.destroy();
+  }
+}
+
+/** One warm-up connection's requests, one after another. */
+async function warmUpLoop(agent: Agent, address: string, port: number, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    await new Promise<void>((resolve, reject) => {
+      const req = request({ host: address, port, path: '/', agent, headers: { [WARM_UP_HEADER]: '1' } }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end();
+    });
   }
 }
 

@@ -39,12 +39,17 @@ const RECYCLE_ARGS = ['--recycle-max-requests', '100', '--recycle-max-age-ms', '
 /**
  * Fair-share settings for the recycler phase's pods, scaled to a phase of seconds (production
  * defaults decide every second on a 2 s window; the demo's new pod has about two seconds to
- * fill): decide every 100 ms (jittered) on the requests per second of the last 300 ms, ask all
+ * fill): decide every 100 ms (jittered) on the connections each pod holds (every demo client sends
+ * at the same rate over one connection, so a connection is an exact, noise-free unit of load;
+ * requests per second over a 300 ms window swing by ±50% on a busy machine and the fleet then
+ * sheds on noise and fills the new pod late — the library's default stays requests/s), ask all
  * 4 peers each period (answers older than 200 ms no longer count), wait 100 ms after shedding,
  * warm up for 600 ms after being listed, shed up to half the connections per decision; the
  * default 10% tolerance; a 60 s age limit behind it as a ceiling.
  */
 const FAIR_SHARE_ARGS = [
+  '--fair-share-load-metric',
+  'connections',
   '--fair-share-period-ms',
   '100',
   '--fair-share-window-ms',

@@ -70,8 +70,8 @@ const WARMUP_MS = 500;
 const SETTLE_MS = 300;
 const IDLE_MS = 300;
 const POD_GRACE_MS = 500;
-/** Requests the initial and scale-out pods send themselves before they are listed (JIT warm-up; see pod-main). */
-const POD_WARM_UP_REQUESTS = 300;
+/** Requests the initial and scale-out pods send themselves before they are listed, over 4 connections (JIT warm-up; see pod-main). */
+const POD_WARM_UP_REQUESTS = 1200;
 /** Timeline, as fractions of the phase: a long steady window first, so that max/mean is measured on enough requests. */
 const SCALE_OUT_AT = 0.4;
 const RESTART_AT = 0.65;
