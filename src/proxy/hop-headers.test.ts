@@ -130,7 +130,7 @@ describe('upstreamRequestHeaders', () => {
     expect(out.filter(([n]) => n.toLowerCase() === 'host')).toHaveLength(1);
   });
 
-  it('regression #13: framing headers are never forwarded and Connection cannot remove protected headers', () => {
+  it('regression: framing headers are never forwarded and Connection cannot remove protected headers', () => {
     const raw = [
       'Host',
       'svc.example',
@@ -168,7 +168,7 @@ describe('upstreamRequestHeaders', () => {
 });
 
 describe('downstream response headers', () => {
-  it('regression #13: Content-Length is never copied, Connection cannot remove framing headers', () => {
+  it('regression: Content-Length is never copied, Connection cannot remove framing headers', () => {
     const raw = ['Content-Length', '5', 'Content-Length', '5', 'Connection', 'content-length, x-a', 'X-A', '1'];
     expect(downstreamRawHeaders(raw, '1.1')).toEqual(['via', '1.1 evenlb']);
     expect(responseContentLength(raw)).toBe('5');
