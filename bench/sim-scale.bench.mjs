@@ -1,6 +1,6 @@
 // Simulator at fleet scale: 1,000,000 connections over 10,000 pods from 10,000 clients, 10 M
 // requests, through kube-proxy iptables and evenlb least-request (100 balancer replicas: 10,000
-// per-client balancers over 10,000 endpoints would be 10^8 load records). The full case runs as
+// per-client balancers over 10,000 endpoints would be 10^8 load records; and one shared balancer). The full case runs as
 // a child process under `/usr/bin/time -v` for wall time, CPU time and peak RSS (targets: < 60 s,
 // < 2 GiB). The curve runs the same shape at 1/8, 1/4 and 1/2 of the size in-process and reports
 // CPU time per request and per connection, which stay flat if cost is linear. Imports dist/.
@@ -76,61 +76,69 @@ for (const f of fractions) {
 }
 printTable(rows);
 
-// The full case: a child process under /usr/bin/time -v.
+// The full case: a child process under /usr/bin/time -v, once with 100 balancer replicas (each
+// its own view of the 10,000 endpoints) and once with one shared balancer (one view, as a proxy
+// tier or the single-balancer model gives).
 const full = quick ? shape(1 / 8) : FULL;
-const args = [
-  join(here, '..', 'dist', 'cli', 'main.js'),
-  'sim',
-  '--scenario',
-  'steady',
-  '--pods',
-  String(full.pods),
-  '--connections',
-  String(full.connections),
-  '--clients',
-  String(full.clients),
-  '--rate',
-  String(full.ratePerSecond),
-  '--duration',
-  `${full.windowMs}ms`,
-  '--balancers',
-  '100',
-  '--dataplanes',
-  dataplanes.join(','),
-  '--json',
-  '--no-progress',
-];
-const load = loadavg()[0];
-const child = spawnSync('/usr/bin/time', ['-v', process.execPath, ...args], {
-  encoding: 'utf8',
-  maxBuffer: 1 << 30,
-});
-if (child.status !== 0) {
-  process.stderr.write(child.stderr);
-  process.exit(1);
+function runFull(balancers) {
+  const args = [
+    join(here, '..', 'dist', 'cli', 'main.js'),
+    'sim',
+    '--scenario',
+    'steady',
+    '--pods',
+    String(full.pods),
+    '--connections',
+    String(full.connections),
+    '--clients',
+    String(full.clients),
+    '--rate',
+    String(full.ratePerSecond),
+    '--duration',
+    `${full.windowMs}ms`,
+    '--balancers',
+    String(balancers),
+    '--dataplanes',
+    dataplanes.join(','),
+    '--json',
+    '--no-progress',
+  ];
+  const load = loadavg()[0];
+  const child = spawnSync('/usr/bin/time', ['-v', process.execPath, ...args], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+  });
+  if (child.status !== 0) {
+    process.stderr.write(child.stderr);
+    process.exit(1);
+  }
+  const field = (label) => {
+    const m = new RegExp(`${label}: (.*)`).exec(child.stderr);
+    return m === null ? undefined : m[1].trim();
+  };
+  const [mm, ss] = (field('Elapsed \\(wall clock\\) time \\(h:mm:ss or m:ss\\)') ?? '0:0').split(':').slice(-2);
+  const result = {
+    ...full,
+    balancers,
+    wallS: Number(mm) * 60 + Number(ss),
+    cpuS: Number(field('User time \\(seconds\\)')) + Number(field('System time \\(seconds\\)')),
+    peakRssMiB: Number(field('Maximum resident set size \\(kbytes\\)')) / 1024,
+    loadAverageBefore: load,
+    results: JSON.parse(child.stdout).results.map((r) => ({
+      dataplane: r.dataplane,
+      requests: r.requests.sent,
+      events: r.events,
+      maxOverMean: r.maxOverMean,
+    })),
+  };
+  process.stdout.write(
+    `\nfull case, ${balancers} balancer${balancers === 1 ? '' : 's'} (${full.connections.toLocaleString('en-US')} connections, ` +
+      `${full.pods.toLocaleString('en-US')} pods, ${result.results[0].requests.toLocaleString('en-US')} requests × ${dataplanes.join(' + ')}): ` +
+      `${result.wallS.toFixed(1)} s wall, ${result.cpuS.toFixed(1)} s CPU, peak RSS ${result.peakRssMiB.toFixed(0)} MiB ` +
+      `(targets < 60 s, < 2048 MiB); load average before: ${load.toFixed(1)} on 2 cores\n`,
+  );
+  return result;
 }
-const field = (label) => {
-  const m = new RegExp(`${label}: (.*)`).exec(child.stderr);
-  return m === null ? undefined : m[1].trim();
-};
-const [mm, ss] = (field('Elapsed \\(wall clock\\) time \\(h:mm:ss or m:ss\\)') ?? '0:0').split(':').slice(-2);
-const fullResult = {
-  ...full,
-  wallS: Number(mm) * 60 + Number(ss),
-  cpuS: Number(field('User time \\(seconds\\)')) + Number(field('System time \\(seconds\\)')),
-  peakRssMiB: Number(field('Maximum resident set size \\(kbytes\\)')) / 1024,
-  loadAverageBefore: load,
-  results: JSON.parse(child.stdout).results.map((r) => ({
-    dataplane: r.dataplane,
-    requests: r.requests.sent,
-    events: r.events,
-    maxOverMean: r.maxOverMean,
-  })),
-};
-process.stdout.write(
-  `\nfull case (${full.connections.toLocaleString('en-US')} connections, ${full.pods.toLocaleString('en-US')} pods, ` +
-    `${fullResult.results[0].requests.toLocaleString('en-US')} requests × ${dataplanes.join(' + ')}): ` +
-    `${fullResult.wallS.toFixed(1)} s wall, ${fullResult.cpuS.toFixed(1)} s CPU, peak RSS ${fullResult.peakRssMiB.toFixed(0)} MiB ` +
-    `(targets < 60 s, < 2048 MiB); load average before: ${load.toFixed(1)} on 2 cores\n`,
-);
-if (!quick) writeResult('sim-scale', { curve, full: fullResult });
+const fullResult = runFull(100);
+const sharedResult = runFull(1);
+if (!quick) writeResult('sim-scale', { curve, full: fullResult, fullOneBalancer: sharedResult });
