@@ -90,10 +90,12 @@ export const clusterSettingsSpec = {
   /**
    * Extra attempts for idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) with a
    * replayable body after a transport error or a `retryOn` status, each on another endpoint;
-   * default 0. Connect failures are always retried once on another endpoint, and an idempotent
-   * request whose kept-alive connection failed before any answer once (see `RetryPolicy`).
+   * default 0. An idempotent request whose kept-alive connection failed before any answer is
+   * retried once whatever this says (see `RetryPolicy`).
    */
   retryIdempotent: opt.int({ min: 0, max: 10, default: 0 }),
+  /** Extra endpoints tried, whatever the method, when a connection cannot be made (nothing was sent); default 1. */
+  retryConnectFailures: opt.int({ min: 0, max: 10, default: 1 }),
   /** Statuses that count as a failed attempt for `retryIdempotent`; default [502, 503, 504]. */
   retryOn: opt.custom<readonly number[], { default: readonly number[] }>(
     'an array of HTTP status codes 500..599',
@@ -207,6 +209,7 @@ export type ClusterOptions = {
     | { consecutiveFailures?: number; baseEjectionMs?: number; maxEjectionMs?: number; maxEjectionPercent?: number }
     | false;
   retryIdempotent?: number;
+  retryConnectFailures?: number;
   retryOn?: readonly number[];
   tls?: {
     ca?: PemInput;

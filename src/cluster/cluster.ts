@@ -70,7 +70,6 @@ export class Cluster {
   readonly source: EndpointSource;
   /** `round-trip` (pick per request) or `legacy` (pick per dialled connection). */
   readonly mode: 'round-trip' | 'legacy';
-  readonly retryIdempotent: number;
   /** What is retried, where and how often — for every transport of this cluster. */
   readonly retryPolicy: RetryPolicy;
   readonly #clock: Clock;
@@ -104,8 +103,8 @@ export class Cluster {
     const o = parseClusterOptions(input);
     this.options = o;
     this.name = o.name;
-    this.retryIdempotent = o.retryIdempotent;
-    this.retryPolicy = new RetryPolicy({ retryIdempotent: o.retryIdempotent, retryOn: o.retryOn });
+    const { retryConnectFailures: connectRetries, retryIdempotent, retryOn } = o;
+    this.retryPolicy = new RetryPolicy({ connectRetries, retryIdempotent, retryOn });
     this.#router = {
       retryPolicy: this.retryPolicy,
       route: (r) => this.#route(r),

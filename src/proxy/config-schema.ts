@@ -100,9 +100,10 @@ export interface ClusterConfig {
   /** Outlier detection options, passed to the outlier detector; `false` switches it off. */
   readonly outlierDetection?: Record<string, unknown> | false;
   /**
-   * Retries on another endpoint: `connectFailures` for h2 and tcp upstreams (HTTP/1.1 upstreams
-   * always retry a connect failure once), `idempotent` for bodiless idempotent HTTP/1.1 requests
-   * whose connection failed (e.g. a keep-alive socket closed by an endpoint shutting down).
+   * Retries on another endpoint: `connectFailures` after a connection could not be made (every
+   * protocol: the cluster's retry policy for HTTP/1.1 and h2, the TCP listener's dial loop),
+   * `idempotent` for idempotent requests with a replayable body after a transport error or a
+   * `retryOn` status (a kept-alive socket that failed before any answer is retried once anyway).
    */
   readonly retries: { readonly connectFailures: number; readonly idempotent: number };
   readonly connectTimeoutMs: number;

@@ -86,6 +86,7 @@ export class ProxyCluster {
       headersTimeoutMs: config.requestTimeoutMs,
       bodyTimeoutMs: config.bodyTimeoutMs,
       retryIdempotent: config.retries.idempotent,
+      retryConnectFailures: config.retries.connectFailures,
       ...(config.slowStartMs === undefined ? {} : { slowStartMs: config.slowStartMs }),
       ...(config.slowStartAggression === undefined ? {} : { slowStartAggression: config.slowStartAggression }),
       ...(config.slowStartMinWeightPercent === undefined
