@@ -25,6 +25,12 @@
  * (`setPodProxy` forwards `/api/v1/namespaces/NS/pods/POD:PORT/proxy/...` to a real server),
  * and `forbid()` answers matching requests 403 with kube-apiserver's RBAC message.
  *
+ * Its pieces: fake-kube-builders.ts (object builders), fake-kube-selectors.ts,
+ * fake-kube-resources.ts (resource table, shared types, Status objects, routes, RBAC messages),
+ * fake-kube-store.ts (objects, history, LIST pages), fake-kube-watches.ts (WATCH streams) and
+ * fake-kube-pod-proxy.ts (the pod proxy subresource);
+ * this module is the HTTP server and the test hooks, and re-exports what tests import.
+ *
  * @example
  * const api = await FakeKubeApiServer.start({ token: 'secret' });
  * api.applyService(service({ name: 'web', namespace: 'prod', ports: [{ name: 'http', port: 80, targetPort: 8080 }] }));
@@ -38,412 +44,46 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { stringify } from 'yaml';
-import type {
-  AddressType,
-  EndpointSlice,
-  EndpointSliceEndpoint,
-  EndpointSlicePort,
-  Service,
-  ServicePort,
-  Status,
-} from '../../src/discovery/kubernetes/kube-objects.js';
+import type { EndpointSlice, Service, Status } from '../../src/discovery/kubernetes/kube-objects.js';
+import { proxyPod } from './fake-kube-pod-proxy.js';
+import {
+  deniedMessage,
+  type FakeKubeApiServerOptions,
+  type FakeObject,
+  type FakeResource,
+  type ForbidRule,
+  type InjectedFailure,
+  RESOURCES,
+  type RecordedRequest,
+  routeOf,
+  type StoredObject,
+  statusObject,
+} from './fake-kube-resources.js';
+import { type Labels, parseFieldSelector, parseLabelSelector } from './fake-kube-selectors.js';
+import { FakeKubeStore } from './fake-kube-store.js';
+import { FakeKubeWatches } from './fake-kube-watches.js';
 
-// ---------------------------------------------------------------------------------------------
-// Builders
-
-/** One endpoint of `endpointSlice()`. Conditions: `undefined` → what the controller sets, `null` → left out. */
-export interface EndpointSpec {
-  /** The endpoint's address (or addresses; consumers use the first). */
-  readonly address: string | readonly string[];
-  /** Default `!terminating`. */
-  readonly ready?: boolean | null;
-  /** Default: `ready`, or true when terminating (a terminating pod still passing readiness). */
-  readonly serving?: boolean | null;
-  /** Default false. */
-  readonly terminating?: boolean | null;
-  readonly nodeName?: string;
-  readonly zone?: string;
-  readonly hostname?: string;
-  /** Name of the Pod in `targetRef`; default derived from the address. Null: no targetRef. */
-  readonly pod?: string | null;
-}
-
-export interface EndpointSliceSpec {
-  readonly name: string;
-  /** Default `default`. */
-  readonly namespace?: string;
-  /** The Service name (the `kubernetes.io/service-name` label). */
-  readonly service: string;
-  /** Default: IPv6 when the first address is IPv6, else IPv4. */
-  readonly addressType?: AddressType;
-  readonly endpoints: readonly EndpointSpec[];
-  /** Default one unnamed TCP port 80. A name `""` or absent is an unnamed port. */
-  readonly ports?: readonly { readonly name?: string; readonly port: number; readonly protocol?: string }[];
-  /** Extra labels. */
-  readonly labels?: Readonly<Record<string, string>>;
-}
-
-/**
- * An EndpointSlice as the EndpointSlice controller writes it.
- *
- * @example
- * endpointSlice({ name: 'web-1', service: 'web', ports: [{ name: 'https', port: 8443 }],
- *   endpoints: [{ address: '10.0.0.1' }, { address: '10.0.0.2', terminating: true }] })
- */
-export function endpointSlice(spec: EndpointSliceSpec): EndpointSlice {
-  const namespace = spec.namespace ?? 'default';
-  const first = spec.endpoints[0]?.address;
-  const firstAddress = typeof first === 'string' ? first : first?.[0];
-  const addressType: AddressType =
-    spec.addressType ?? (firstAddress !== undefined && isIP(firstAddress) === 6 ? 'IPv6' : 'IPv4');
-  const endpoints: EndpointSliceEndpoint[] = spec.endpoints.map((e) => {
-    const addresses = typeof e.address === 'string' ? [e.address] : [...e.address];
-    const terminating = e.terminating === undefined ? false : e.terminating;
-    const ready = e.ready === undefined ? !terminating : e.ready;
-    const serving = e.serving === undefined ? (terminating === true ? true : ready) : e.serving;
-    const conditions: { ready?: boolean; serving?: boolean; terminating?: boolean } = {};
-    if (ready !== null) conditions.ready = ready;
-    if (serving !== null) conditions.serving = serving;
-    if (terminating !== null) conditions.terminating = terminating;
-    const pod = e.pod === undefined ? `${spec.service}-${(addresses[0] ?? 'x').replace(/[^a-z0-9]+/gi, '-')}` : e.pod;
-    return {
-      addresses,
-      conditions,
-      ...(e.hostname === undefined ? {} : { hostname: e.hostname }),
-      ...(e.nodeName === undefined ? {} : { nodeName: e.nodeName }),
-      ...(e.zone === undefined ? {} : { zone: e.zone }),
-      ...(pod === null ? {} : { targetRef: { kind: 'Pod', name: pod, namespace, uid: `uid-pod-${pod}` } }),
-    };
-  });
-  const ports: EndpointSlicePort[] = (spec.ports ?? [{ port: 80 }]).map((p) => ({
-    ...(p.name === undefined || p.name === '' ? {} : { name: p.name }),
-    port: p.port,
-    protocol: p.protocol ?? 'TCP',
-  }));
-  return {
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: {
-      name: spec.name,
-      namespace,
-      labels: {
-        ...spec.labels,
-        'kubernetes.io/service-name': spec.service,
-        'endpointslice.kubernetes.io/managed-by': 'endpointslice-controller.k8s.io',
-      },
-    },
-    addressType,
-    endpoints,
-    ports,
-  };
-}
-
-export interface ServiceSpec {
-  readonly name: string;
-  /** Default `default`. */
-  readonly namespace?: string;
-  /** Service ports; `targetPort` defaults to `port`, `protocol` to TCP. */
-  readonly ports: readonly {
-    readonly name?: string;
-    readonly port: number;
-    readonly targetPort?: number | string;
-    readonly protocol?: string;
-  }[];
-  readonly selector?: Readonly<Record<string, string>>;
-  /** Default ClusterIP. */
-  readonly type?: string;
-  readonly clusterIP?: string;
-}
-
-/**
- * A Service object.
- *
- * @example
- * service({ name: 'web', ports: [{ name: 'https', port: 443, targetPort: 8443 }] })
- */
-export function service(spec: ServiceSpec): Service {
-  const ports: ServicePort[] = spec.ports.map((p) => ({
-    ...(p.name === undefined || p.name === '' ? {} : { name: p.name }),
-    port: p.port,
-    targetPort: p.targetPort ?? p.port,
-    protocol: p.protocol ?? 'TCP',
-  }));
-  return {
-    apiVersion: 'v1',
-    kind: 'Service',
-    metadata: { name: spec.name, namespace: spec.namespace ?? 'default' },
-    spec: {
-      ports,
-      selector: { ...(spec.selector ?? { app: spec.name }) },
-      type: spec.type ?? 'ClusterIP',
-      clusterIP: spec.clusterIP ?? '10.96.0.10',
-    },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Selectors
-
-type Labels = Readonly<Record<string, string>>;
-type Predicate = (labels: Labels) => boolean;
-
-class SelectorError extends Error {}
-
-function splitTerms(text: string): string[] {
-  const terms: string[] = [];
-  let depth = 0;
-  let current = '';
-  for (const ch of text) {
-    if (ch === '(') depth++;
-    if (ch === ')') depth--;
-    if (ch === ',' && depth === 0) {
-      terms.push(current);
-      current = '';
-    } else current += ch;
-  }
-  terms.push(current);
-  return terms.map((t) => t.trim()).filter((t) => t !== '');
-}
-
-/** Parses a label selector: `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`. */
-export function parseLabelSelector(text: string): Predicate {
-  const preds = splitTerms(text).map((term): Predicate => {
-    let m = /^([\w./-]+)\s*(==|=|!=)\s*([\w./-]*)$/.exec(term);
-    if (m !== null) {
-      const [, key = '', op, value = ''] = m;
-      return op === '!=' ? (l) => l[key] !== value : (l) => l[key] === value;
-    }
-    m = /^([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(term);
-    if (m !== null) {
-      const [, key = '', op, list = ''] = m;
-      const values = new Set(list.split(',').map((v) => v.trim()));
-      return op === 'in'
-        ? (l) => l[key] !== undefined && values.has(l[key])
-        : (l) => l[key] === undefined || !values.has(l[key]);
-    }
-    m = /^(!?)([\w./-]+)$/.exec(term);
-    if (m !== null) {
-      const [, not, key = ''] = m;
-      return not === '!' ? (l) => l[key] === undefined : (l) => l[key] !== undefined;
-    }
-    throw new SelectorError(`unable to parse requirement: ${JSON.stringify(term)}`);
-  });
-  return (labels) => preds.every((p) => p(labels));
-}
-
-/** Parses a field selector over `metadata.name` and `metadata.namespace` (`=`, `==`, `!=`). */
-export function parseFieldSelector(text: string): Predicate {
-  const preds = splitTerms(text).map((term): Predicate => {
-    const m = /^(metadata\.name|metadata\.namespace)\s*(==|=|!=)\s*([\w.-]*)$/.exec(term);
-    if (m === null) throw new SelectorError(`field label not supported: ${JSON.stringify(term)}`);
-    const [, field = '', op, value = ''] = m;
-    return op === '!=' ? (f) => f[field] !== value : (f) => f[field] === value;
-  });
-  return (fields) => preds.every((p) => p(fields));
-}
-
-// ---------------------------------------------------------------------------------------------
-// The server
-
-/**
- * The resources the fake serves. Services and EndpointSlices have typed hooks; the others
- * (what `evenlb doctor` reads) are stored as given through `applyObject` / `deleteObject`.
- */
-export type FakeResource =
-  | 'services'
-  | 'endpointslices'
-  | 'pods'
-  | 'nodes'
-  | 'configmaps'
-  | 'validatingwebhookconfigurations'
-  | 'mutatingwebhookconfigurations';
-
-interface ResourceInfo {
-  readonly group: string;
-  readonly version: string;
-  readonly kind: string;
-  readonly listKind: string;
-  /** Cluster-scoped objects are stored under namespace `""` and served without one. */
-  readonly clusterScoped?: boolean;
-}
-
-const RESOURCES: Record<FakeResource, ResourceInfo> = {
-  services: { group: '', version: 'v1', kind: 'Service', listKind: 'ServiceList' },
-  endpointslices: {
-    group: 'discovery.k8s.io',
-    version: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    listKind: 'EndpointSliceList',
-  },
-  pods: { group: '', version: 'v1', kind: 'Pod', listKind: 'PodList' },
-  nodes: { group: '', version: 'v1', kind: 'Node', listKind: 'NodeList', clusterScoped: true },
-  configmaps: { group: '', version: 'v1', kind: 'ConfigMap', listKind: 'ConfigMapList' },
-  validatingwebhookconfigurations: {
-    group: 'admissionregistration.k8s.io',
-    version: 'admissionregistration.k8s.io/v1',
-    kind: 'ValidatingWebhookConfiguration',
-    listKind: 'ValidatingWebhookConfigurationList',
-    clusterScoped: true,
-  },
-  mutatingwebhookconfigurations: {
-    group: 'admissionregistration.k8s.io',
-    version: 'admissionregistration.k8s.io/v1',
-    kind: 'MutatingWebhookConfiguration',
-    listKind: 'MutatingWebhookConfigurationList',
-    clusterScoped: true,
-  },
-};
-
-/** Any object of a `FakeResource`, as tests hand it to `applyObject`. */
-export interface FakeObject {
-  readonly apiVersion?: string;
-  readonly kind?: string;
-  readonly metadata: { name?: string; namespace?: string; [key: string]: unknown };
-  readonly [key: string]: unknown;
-}
-
-/** Requests `forbid()` answers 403 (RBAC), matched on every field given. */
-export interface ForbidRule {
-  /** A resource, or a subresource such as `pods/proxy`. */
-  readonly resource?: string;
-  readonly verb?: 'get' | 'list' | 'watch';
-  readonly namespace?: string;
-}
-
-type StoredObject = (EndpointSlice | Service | FakeObject) & { metadata: { name: string; namespace?: string } };
-
-interface HistoryEvent {
-  readonly rv: number;
-  readonly resource: FakeResource;
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED';
-  readonly object: StoredObject;
-  /** The object before a MODIFIED, to send ADDED/DELETED when it enters/leaves a selector. */
-  readonly previous: StoredObject | undefined;
-}
-
-/** A request as the fake saw it, with its RBAC verb. */
-export interface RecordedRequest {
-  readonly method: string;
-  readonly path: string;
-  readonly query: Readonly<Record<string, string>>;
-  readonly verb: 'get' | 'list' | 'watch' | 'unknown';
-  /** API group (`""` for the core group). */
-  readonly group: string;
-  /** Resource name (`services`, `endpointslices`, `pods/proxy`, ...) or `""` for unknown paths. */
-  readonly resource: string;
-  readonly namespace: string | undefined;
-  readonly name: string | undefined;
-  readonly statusCode: number;
-  /** The bearer token sent, if any. */
-  readonly token: string | undefined;
-}
-
-interface Watcher {
-  readonly resource: FakeResource;
-  readonly namespace: string | undefined;
-  readonly matches: (object: StoredObject) => boolean;
-  readonly res: http.ServerResponse;
-  readonly socket: Socket;
-  readonly bookmarks: boolean;
-  stalled: boolean;
-  timers: NodeJS.Timeout[];
-}
-
-export interface FakeKubeApiServerOptions {
-  /** Default 127.0.0.1. */
-  readonly host?: string;
-  /** Default 0 (ephemeral). */
-  readonly port?: number;
-  /** Require `Authorization: Bearer <token>`; unset = no authentication. */
-  readonly token?: string;
-  /** Watch events kept for resumption; older versions get 410 Expired. Default 1000. */
-  readonly historyLimit?: number;
-  /** Send a BOOKMARK to bookmark-enabled watches this often (ms); default 0 = only via `sendBookmarks()`. */
-  readonly bookmarkIntervalMs?: number;
-  /**
-   * Serve HTTPS with this key and certificate (PEM). `ca` (the CA that signed `cert`, or the
-   * self-signed `cert` itself) is handed out by `connection()` and `kubeconfigYaml()`.
-   */
-  readonly tls?: { readonly key: string; readonly cert: string; readonly ca?: string };
-  /**
-   * Also serve Pods, Nodes, ConfigMaps, webhook configurations and the pod proxy subresource
-   * (what `evenlb doctor` reads). Default false: those paths answer 404, as they always did.
-   */
-  readonly workloads?: boolean;
-}
-
-/** What `failRequests` makes the server answer. */
-export interface InjectedFailure {
-  /** How many matching requests fail. */
-  readonly count: number;
-  /** HTTP status, e.g. 500, 503, 429, 403. */
-  readonly statusCode: number;
-  /** Only requests with this verb (default all). */
-  readonly verb?: 'get' | 'list' | 'watch';
-  /** Only requests for this resource (default all). */
-  readonly resource?: FakeResource;
-  /** A `Retry-After` header (s). */
-  readonly retryAfterSeconds?: number;
-}
-
-const REASONS: Record<number, string> = {
-  400: 'BadRequest',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'NotFound',
-  405: 'MethodNotAllowed',
-  410: 'Expired',
-  429: 'TooManyRequests',
-  500: 'InternalError',
-  503: 'ServiceUnavailable',
-};
-
-function statusObject(code: number, message: string, details?: Status['details']): Status {
-  return {
-    apiVersion: 'v1',
-    kind: 'Status',
-    metadata: {},
-    status: 'Failure',
-    message,
-    reason: REASONS[code] ?? 'Unknown',
-    ...(details === undefined ? {} : { details }),
-    code,
-  };
-}
-
-/** kube-apiserver's message for a continue token whose snapshot was compacted. */
-const CONTINUE_EXPIRED =
-  'The provided continue parameter is too old to display a consistent list result. You can start a new list ' +
-  'without the continue parameter.';
-
-/** An opaque continue token (base64 JSON, like kube-apiserver's). */
-function encodeContinue(position: { id: number; offset: number }): string {
-  return Buffer.from(JSON.stringify({ v: 'fake.k8s.io/v1', ...position })).toString('base64url');
-}
-
-function decodeContinue(token: string): { id: number; offset: number } | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-    if (typeof value !== 'object' || value === null) return undefined;
-    const { v, id, offset } = value as Record<string, unknown>;
-    if (v !== 'fake.k8s.io/v1' || !Number.isInteger(id) || !Number.isInteger(offset)) return undefined;
-    return { id: id as number, offset: offset as number };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Strips `kind`/`apiVersion` as the API server does for items of a typed LIST. */
-function listItem(object: StoredObject): unknown {
-  const { kind: _kind, apiVersion: _apiVersion, ...rest } = object;
-  return rest;
-}
+export {
+  type EndpointSliceSpec,
+  type EndpointSpec,
+  endpointSlice,
+  type ServiceSpec,
+  service,
+} from './fake-kube-builders.js';
+export type {
+  FakeKubeApiServerOptions,
+  FakeObject,
+  FakeResource,
+  ForbidRule,
+  InjectedFailure,
+  RecordedRequest,
+} from './fake-kube-resources.js';
+export { parseFieldSelector, parseLabelSelector } from './fake-kube-selectors.js';
 
 export class FakeKubeApiServer {
   readonly #options: FakeKubeApiServerOptions;
-  readonly #objects = new Map<string, StoredObject>();
-  readonly #history: HistoryEvent[] = [];
-  readonly #watchers = new Set<Watcher>();
+  readonly #store: FakeKubeStore;
+  readonly #watches: FakeKubeWatches;
   readonly #sockets = new Set<Socket>();
   readonly #failures: { spec: InjectedFailure; left: number }[] = [];
   /** Every request received, in order. */
@@ -453,22 +93,15 @@ export class FakeKubeApiServer {
   readonly #podProxies = new Map<string, string>();
   #server: http.Server | undefined;
   #port = 0;
-  #rv = 1000;
-  /** Watches may resume from any version >= this one. */
-  #compactedRv = 1000;
-  #uid = 0;
   #token: string | undefined;
   #bookmarkTimer: NodeJS.Timeout | undefined;
   #closed = false;
-  /** Snapshots behind outstanding continue tokens, by id. */
-  readonly #listSnapshots = new Map<number, { readonly rv: number; readonly items: readonly unknown[] }>();
-  #nextSnapshotId = 1;
-  /** Continue requests still to be answered 410 Expired (`expireContinueTokens({ next })`). */
-  #expireNextContinues = 0;
 
   private constructor(options: FakeKubeApiServerOptions) {
     this.#options = options;
     this.#token = options.token;
+    this.#store = new FakeKubeStore(options.historyLimit ?? 1000, (event) => this.#watches.deliver(event));
+    this.#watches = new FakeKubeWatches(this.#store);
   }
 
   /** Starts a server listening on `host:port` (127.0.0.1, ephemeral port by default). */
@@ -499,7 +132,7 @@ export class FakeKubeApiServer {
 
   /** The current (latest) resourceVersion. */
   get resourceVersion(): number {
-    return this.#rv;
+    return this.#store.rv;
   }
 
   /** `{ server, token, ca }`, ready for `createKubernetesEndpointSource(..., { connection })`. */
@@ -540,30 +173,30 @@ export class FakeKubeApiServer {
 
   /** Creates or replaces an EndpointSlice; returns the stored copy (with resourceVersion and uid). */
   applyEndpointSlice(slice: EndpointSlice): EndpointSlice {
-    return this.#apply('endpointslices', slice) as EndpointSlice;
+    return this.#store.apply('endpointslices', slice) as EndpointSlice;
   }
 
   /** Deletes an EndpointSlice; false when it did not exist. */
   deleteEndpointSlice(namespace: string, name: string): boolean {
-    return this.#delete('endpointslices', namespace, name);
+    return this.#store.delete('endpointslices', namespace, name);
   }
 
   /** Creates or replaces a Service; returns the stored copy. */
   applyService(svc: Service): Service {
-    return this.#apply('services', svc) as Service;
+    return this.#store.apply('services', svc) as Service;
   }
 
   /** Deletes a Service; false when it did not exist. */
   deleteService(namespace: string, name: string): boolean {
-    return this.#delete('services', namespace, name);
+    return this.#store.delete('services', namespace, name);
   }
 
   getEndpointSlice(namespace: string, name: string): EndpointSlice | undefined {
-    return structuredClone(this.#objects.get(`endpointslices/${namespace}/${name}`)) as EndpointSlice | undefined;
+    return structuredClone(this.#store.get(`endpointslices/${namespace}/${name}`)) as EndpointSlice | undefined;
   }
 
   getService(namespace: string, name: string): Service | undefined {
-    return structuredClone(this.#objects.get(`services/${namespace}/${name}`)) as Service | undefined;
+    return structuredClone(this.#store.get(`services/${namespace}/${name}`)) as Service | undefined;
   }
 
   /**
@@ -572,12 +205,12 @@ export class FakeKubeApiServer {
    */
   applyObject(resource: FakeResource, object: FakeObject): FakeObject {
     const info = RESOURCES[resource];
-    return this.#apply(resource, { ...object, kind: info.kind, apiVersion: info.version }) as FakeObject;
+    return this.#store.apply(resource, { ...object, kind: info.kind, apiVersion: info.version }) as FakeObject;
   }
 
   /** Deletes an object of any served resource (`namespace` ignored when cluster-scoped). */
   deleteObject(resource: FakeResource, namespace: string, name: string): boolean {
-    return this.#delete(resource, RESOURCES[resource].clusterScoped ? '' : namespace, name);
+    return this.#store.delete(resource, RESOURCES[resource].clusterScoped ? '' : namespace, name);
   }
 
   /**
@@ -602,55 +235,11 @@ export class FakeKubeApiServer {
     this.#podProxies.set(`${namespace}/${pod}:${port}`, baseUrl.replace(/\/+$/, ''));
   }
 
-  #apply(resource: FakeResource, input: EndpointSlice | Service | FakeObject): StoredObject {
-    const name = input.metadata.name;
-    if (name === undefined || name === '') throw new Error(`${RESOURCES[resource].kind} needs metadata.name`);
-    const namespace = RESOURCES[resource].clusterScoped ? '' : (input.metadata.namespace ?? 'default');
-    const key = `${resource}/${namespace}/${name}`;
-    const previous = this.#objects.get(key);
-    const rv = ++this.#rv;
-    const object = structuredClone(input) as StoredObject;
-    object.metadata = {
-      ...object.metadata,
-      name,
-      ...(namespace === '' ? {} : { namespace }),
-      uid: previous?.metadata.uid ?? object.metadata.uid ?? `uid-${resource}-${++this.#uid}`,
-      resourceVersion: String(rv),
-    };
-    this.#objects.set(key, object);
-    this.#record({ rv, resource, type: previous === undefined ? 'ADDED' : 'MODIFIED', object, previous });
-    return structuredClone(object);
-  }
-
-  #delete(resource: FakeResource, namespace: string, name: string): boolean {
-    const key = `${resource}/${namespace}/${name}`;
-    const previous = this.#objects.get(key);
-    if (previous === undefined) return false;
-    this.#objects.delete(key);
-    const rv = ++this.#rv;
-    const object = structuredClone(previous);
-    object.metadata.resourceVersion = String(rv);
-    this.#record({ rv, resource, type: 'DELETED', object, previous });
-    return true;
-  }
-
-  #record(event: HistoryEvent): void {
-    this.#history.push(event);
-    const limit = this.#options.historyLimit ?? 1000;
-    while (this.#history.length > limit) {
-      const dropped = this.#history.shift()!;
-      this.#compactedRv = dropped.rv;
-    }
-    for (const w of this.#watchers) this.#deliver(w, event);
-  }
-
   // ---- failure hooks -------------------------------------------------------------------------
 
   /** Forgets the event history: a watch from any version older than now gets 410 Expired. */
   compactHistory(): void {
-    this.#history.length = 0;
-    this.#compactedRv = this.#rv;
-    this.#listSnapshots.clear();
+    this.#store.compact();
   }
 
   /**
@@ -659,57 +248,32 @@ export class FakeKubeApiServer {
    * test can break a paged LIST in the middle. Returns how many outstanding tokens were dropped.
    */
   expireContinueTokens(options: { next?: number } = {}): number {
-    const n = this.#listSnapshots.size;
-    this.#listSnapshots.clear();
-    this.#expireNextContinues += options.next ?? 0;
-    return n;
+    return this.#store.expireContinueTokens(options.next ?? 0);
   }
 
   /** Sends `ERROR` 410 Expired to every open watch and ends it (etcd compaction mid-stream). */
   expireWatches(): number {
-    let n = 0;
-    for (const w of [...this.#watchers]) {
-      n++;
-      this.#write(w, { type: 'ERROR', object: statusObject(410, 'too old resource version', undefined) }, true);
-      this.#endWatch(w);
-    }
-    return n;
+    return this.#watches.expire();
   }
 
   /** Destroys the socket of every open watch (a connection reset); returns how many. */
   dropWatches(): number {
-    let n = 0;
-    for (const w of [...this.#watchers]) {
-      n++;
-      this.#removeWatcher(w);
-      w.socket.destroy();
-    }
-    return n;
+    return this.#watches.drop();
   }
 
   /** Makes every open watch silent: it stays open but never sends anything again. */
   stallWatches(): number {
-    for (const w of this.#watchers) w.stalled = true;
-    return this.#watchers.size;
+    return this.#watches.stall();
   }
 
   /** Ends every open watch cleanly, as the server does when `timeoutSeconds` runs out. */
   endWatches(): number {
-    const n = this.#watchers.size;
-    for (const w of [...this.#watchers]) this.#endWatch(w);
-    return n;
+    return this.#watches.end();
   }
 
   /** Sends a BOOKMARK with the current resourceVersion to every bookmark-enabled watch. */
   sendBookmarks(): void {
-    for (const w of this.#watchers) {
-      if (!w.bookmarks) continue;
-      const info = RESOURCES[w.resource];
-      this.#write(w, {
-        type: 'BOOKMARK',
-        object: { kind: info.kind, apiVersion: info.version, metadata: { resourceVersion: String(this.#rv) } },
-      });
-    }
+    this.#watches.sendBookmarks();
   }
 
   /** Makes the next `count` matching requests fail with `statusCode`. */
@@ -732,7 +296,7 @@ export class FakeKubeApiServer {
     const server = this.#server;
     if (server === undefined) return;
     this.#server = undefined;
-    for (const w of [...this.#watchers]) this.#removeWatcher(w);
+    this.#watches.forgetAll();
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     for (const s of this.#sockets) s.destroy();
     this.#sockets.clear();
@@ -757,13 +321,7 @@ export class FakeKubeApiServer {
 
   /** Open watch connections, optionally only those on one resource (and namespace). */
   openWatches(filter: { resource?: FakeResource; namespace?: string } = {}): number {
-    let n = 0;
-    for (const w of this.#watchers) {
-      if (filter.resource !== undefined && w.resource !== filter.resource) continue;
-      if (filter.namespace !== undefined && w.namespace !== filter.namespace) continue;
-      n++;
-    }
-    return n;
+    return this.#watches.count(filter);
   }
 
   /** Requests recorded so far that match `filter`. */
@@ -818,7 +376,7 @@ export class FakeKubeApiServer {
   #handle(req: http.IncomingMessage, res: http.ServerResponse): undefined {
     const url = new URL(req.url ?? '/', 'http://fake');
     const query = Object.fromEntries(url.searchParams);
-    const route = this.#route(url.pathname);
+    const route = routeOf(url.pathname, this.#options.workloads === true);
     const watch = query.watch === '1' || query.watch === 'true';
     const verb: RecordedRequest['verb'] =
       route === undefined ? 'unknown' : route.name !== undefined ? 'get' : watch ? 'watch' : 'list';
@@ -854,9 +412,17 @@ export class FakeKubeApiServer {
       this.#options.workloads !== true
         ? null
         : /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/:]+)(?::(\d+))?\/proxy(\/.*)?$/.exec(url.pathname);
-    if (proxy !== null) return this.#proxyPod(req, res, url, proxy, token);
+    if (proxy !== null) {
+      const pods = {
+        requests: this.requests,
+        forbidden: this.#forbidden,
+        store: this.#store,
+        targets: this.#podProxies,
+      };
+      return proxyPod(pods, req, res, url, proxy, token);
+    }
     if (route !== undefined) {
-      const denied = this.#denied(route.resource, verb, route.namespace, route.name);
+      const denied = deniedMessage(this.#forbidden, route.resource, verb, route.namespace, route.name);
       if (denied !== undefined) return fail(403, denied, { name: route.name ?? '', kind: route.resource });
     }
     if (route === undefined) return fail(404, 'the server could not find the requested resource');
@@ -876,7 +442,7 @@ export class FakeKubeApiServer {
 
     const info = RESOURCES[route.resource];
     if (route.name !== undefined) {
-      const object = this.#objects.get(`${route.resource}/${route.namespace ?? ''}/${route.name}`);
+      const object = this.#store.get(`${route.resource}/${route.namespace ?? ''}/${route.name}`);
       if (object === undefined) {
         return fail(404, `${route.resource}${info.group === '' ? '' : `.${info.group}`} "${route.name}" not found`, {
           name: route.name,
@@ -906,231 +472,15 @@ export class FakeKubeApiServer {
     if (!watch) {
       const limit = query.limit === undefined || query.limit === '' ? 0 : Number(query.limit);
       if (!Number.isInteger(limit) || limit < 0) return fail(400, `invalid limit: ${JSON.stringify(query.limit)}`);
-      let rv = this.#rv;
-      let items: readonly unknown[];
-      let offset = 0;
-      const token = query.continue;
-      if (token !== undefined && token !== '') {
-        const decoded = decodeContinue(token);
-        if (decoded === undefined) return fail(400, 'continue key is not valid: malformed token');
-        const snapshot = this.#listSnapshots.get(decoded.id);
-        if (this.#expireNextContinues > 0 || snapshot === undefined || snapshot.rv < this.#compactedRv) {
-          if (this.#expireNextContinues > 0) this.#expireNextContinues--;
-          this.#listSnapshots.delete(decoded.id);
-          return fail(410, CONTINUE_EXPIRED, undefined);
-        }
-        this.#listSnapshots.delete(decoded.id);
-        rv = snapshot.rv;
-        items = snapshot.items;
-        offset = decoded.offset;
-      } else {
-        // Stable order, as etcd's key order: namespace, then name.
-        items = [...this.#objects.entries()]
-          .filter(([key, o]) => key.startsWith(`${route.resource}/`) && matches(o))
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([, o]) => listItem(structuredClone(o)));
-      }
-      const end = limit === 0 ? items.length : Math.min(items.length, offset + limit);
-      const metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number } = {
-        resourceVersion: String(rv),
-      };
-      if (end < items.length) {
-        const id = this.#nextSnapshotId++;
-        this.#listSnapshots.set(id, { rv, items });
-        metadata.continue = encodeContinue({ id, offset: end });
-        metadata.remainingItemCount = items.length - end;
-      }
+      const page = this.#store.list(route.resource, matches, limit, query.continue);
+      if ('error' in page) return fail(page.error, page.message, undefined);
+      const { metadata, items } = page;
       record(200);
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({ kind: info.listKind, apiVersion: info.version, metadata, items: items.slice(offset, end) }),
-      );
+      res.end(JSON.stringify({ kind: info.listKind, apiVersion: info.version, metadata, items }));
       return;
     }
     record(200);
-    this.#startWatch(route.resource, route.namespace, matches, query, req, res);
-  }
-
-  /** kube-apiserver's RBAC message when a `forbid()` rule matches, else undefined. */
-  #denied(resource: string, verb: string, namespace: string | undefined, name: string | undefined): string | undefined {
-    const rule = this.#forbidden.find(
-      (r) =>
-        (r.resource === undefined || r.resource === resource) &&
-        (r.verb === undefined || r.verb === verb) &&
-        (r.namespace === undefined || r.namespace === namespace),
-    );
-    if (rule === undefined) return undefined;
-    const [base = resource, sub] = resource.split('/');
-    const group = RESOURCES[base as FakeResource]?.group ?? '';
-    const what = name === undefined ? resource : `${resource} "${name}"`;
-    const where = namespace === undefined ? 'at the cluster scope' : `in the namespace "${namespace}"`;
-    return (
-      `${what}${group === '' ? '' : `.${group}`} is forbidden: User "system:serviceaccount:test:fake" cannot ${verb} ` +
-      `resource "${base}"${sub === undefined ? '' : ` subresource "${sub}"`} in API group "${group}" ${where}`
-    );
-  }
-
-  /** The pod proxy subresource: forwards a GET to the target set with `setPodProxy`. */
-  #proxyPod(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    url: URL,
-    m: RegExpExecArray,
-    token: string | undefined,
-  ): undefined {
-    const namespace = decodeURIComponent(m[1] ?? '');
-    const pod = decodeURIComponent(m[2] ?? '');
-    const port = m[3] ?? '80';
-    const rest = m[4] ?? '/';
-    const answer = (statusCode: number, body: string, type = 'application/json'): undefined => {
-      this.requests.push({
-        method: req.method ?? 'GET',
-        path: url.pathname,
-        query: Object.fromEntries(url.searchParams),
-        verb: 'get',
-        group: '',
-        resource: 'pods/proxy',
-        namespace,
-        name: pod,
-        statusCode,
-        token,
-      });
-      res.writeHead(statusCode, { 'content-type': type });
-      res.end(body);
-      return undefined;
-    };
-    const status = (code: number, message: string): undefined =>
-      answer(code, JSON.stringify(statusObject(code, message, { name: pod, kind: 'pods' })));
-    const denied = this.#denied('pods/proxy', 'get', namespace, pod);
-    if (denied !== undefined) return status(403, denied);
-    if (!this.#objects.has(`pods/${namespace}/${pod}`)) return status(404, `pods "${pod}" not found`);
-    const target = this.#podProxies.get(`${namespace}/${pod}:${port}`);
-    const refused = (): undefined =>
-      status(503, `error trying to reach service: dial tcp ${pod}:${port}: connect: connection refused`);
-    if (target === undefined) return refused();
-    const upstream = http.get(`${target}${rest}${url.search}`, (up) => {
-      const chunks: Buffer[] = [];
-      up.on('data', (c: Buffer) => chunks.push(c));
-      up.on('end', () =>
-        answer(up.statusCode ?? 502, Buffer.concat(chunks).toString('utf8'), String(up.headers['content-type'])),
-      );
-      up.on('error', refused);
-    });
-    upstream.on('error', refused);
-    return undefined;
-  }
-
-  #route(pathname: string): { resource: FakeResource; namespace?: string; name?: string } | undefined {
-    const patterns: [RegExp, FakeResource][] = [
-      [/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?services(?:\/([^/]+))?$/, 'services'],
-      [/^\/apis\/discovery\.k8s\.io\/v1\/(?:namespaces\/([^/]+)\/)?endpointslices(?:\/([^/]+))?$/, 'endpointslices'],
-      [/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?pods(?:\/([^/]+))?$/, 'pods'],
-      [/^\/api\/v1\/(?:namespaces\/([^/]+)\/)?configmaps(?:\/([^/]+))?$/, 'configmaps'],
-      [/^\/api\/v1\/()?nodes(?:\/([^/]+))?$/, 'nodes'],
-      [
-        /^\/apis\/admissionregistration\.k8s\.io\/v1\/()?validatingwebhookconfigurations(?:\/([^/]+))?$/,
-        'validatingwebhookconfigurations',
-      ],
-      [
-        /^\/apis\/admissionregistration\.k8s\.io\/v1\/()?mutatingwebhookconfigurations(?:\/([^/]+))?$/,
-        'mutatingwebhookconfigurations',
-      ],
-    ];
-    for (const [re, resource] of patterns) {
-      const m = re.exec(pathname);
-      if (m === null) continue;
-      if (this.#options.workloads !== true && resource !== 'services' && resource !== 'endpointslices') continue;
-      const clusterScoped = RESOURCES[resource].clusterScoped === true;
-      const namespace = m[1] === undefined || clusterScoped ? undefined : decodeURIComponent(m[1]);
-      const name = m[2] === undefined ? undefined : decodeURIComponent(m[2]);
-      if (name !== undefined && namespace === undefined && !clusterScoped) return undefined;
-      return { resource, ...(namespace === undefined ? {} : { namespace }), ...(name === undefined ? {} : { name }) };
-    }
-    return undefined;
-  }
-
-  #startWatch(
-    resource: FakeResource,
-    namespace: string | undefined,
-    matches: (object: StoredObject) => boolean,
-    query: Record<string, string>,
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-  ): void {
-    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
-    res.flushHeaders();
-    const watcher: Watcher = {
-      resource,
-      namespace,
-      matches,
-      res,
-      socket: req.socket,
-      bookmarks: query.allowWatchBookmarks === 'true',
-      stalled: false,
-      timers: [],
-    };
-    const fromText = query.resourceVersion;
-    if (fromText === undefined || fromText === '' || fromText === '0') {
-      // No version: the current state as synthetic ADDED events, then changes.
-      for (const [key, object] of this.#objects) {
-        if (key.startsWith(`${resource}/`) && matches(object)) this.#write(watcher, { type: 'ADDED', object });
-      }
-    } else {
-      const from = Number(fromText);
-      if (!Number.isInteger(from) || from < this.#compactedRv) {
-        this.#write(
-          watcher,
-          {
-            type: 'ERROR',
-            object: statusObject(410, `too old resource version: ${fromText} (${this.#compactedRv})`),
-          },
-          true,
-        );
-        res.end();
-        return;
-      }
-      for (const event of this.#history) if (event.rv > from) this.#deliver(watcher, event);
-    }
-    this.#watchers.add(watcher);
-    const timeoutSeconds = Number(query.timeoutSeconds);
-    if (Number.isFinite(timeoutSeconds) && timeoutSeconds > 0) {
-      // A stalled watch sends nothing, not even the end of the stream.
-      const t = setTimeout(() => {
-        if (!watcher.stalled) this.#endWatch(watcher);
-      }, timeoutSeconds * 1000);
-      t.unref();
-      watcher.timers.push(t);
-    }
-    res.on('close', () => this.#removeWatcher(watcher));
-  }
-
-  #deliver(w: Watcher, event: HistoryEvent): void {
-    if (event.resource !== w.resource) return;
-    const now = w.matches(event.object);
-    const before = event.previous !== undefined && w.matches(event.previous);
-    let type: 'ADDED' | 'MODIFIED' | 'DELETED' | undefined;
-    if (event.type === 'ADDED') type = now ? 'ADDED' : undefined;
-    else if (event.type === 'DELETED') type = before ? 'DELETED' : undefined;
-    else if (before && now) type = 'MODIFIED';
-    else if (now) type = 'ADDED';
-    else if (before) type = 'DELETED';
-    if (type !== undefined) this.#write(w, { type, object: event.object });
-  }
-
-  #write(w: Watcher, event: unknown, evenIfStalled = false): void {
-    if (w.stalled && !evenIfStalled) return;
-    if (w.res.writableEnded || w.res.destroyed) return;
-    w.res.write(`${JSON.stringify(event)}\n`);
-  }
-
-  #endWatch(w: Watcher): void {
-    this.#removeWatcher(w);
-    if (!w.res.writableEnded) w.res.end();
-  }
-
-  #removeWatcher(w: Watcher): void {
-    this.#watchers.delete(w);
-    for (const t of w.timers) clearTimeout(t);
-    w.timers.length = 0;
+    this.#watches.start(route.resource, route.namespace, matches, query, req, res);
   }
 }
