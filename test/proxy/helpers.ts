@@ -4,6 +4,7 @@
  * bounded load loops (count and time).
  */
 import http from 'node:http';
+import type http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
@@ -124,4 +125,30 @@ export function fetchText(port: number, path: string): Promise<FetchedText> {
 export function shares(backends: readonly Backend[]): number[] {
   const total = backends.reduce((a, b) => a + b.hits, 0);
   return backends.map((b) => (total === 0 ? 0 : b.hits / total));
+}
+
+/** `GET path` to the proxy on `port` through `agent`, with `Host: host`; resolves with the status. */
+export function statusOf(port: number, agent: http.Agent, path: string, host = 'svc.test'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path, agent, headers: { host } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      })
+      .on('error', reject);
+  });
+}
+
+/** `GET path` over an HTTP/2 session with `:authority`; resolves with the status once the stream ends. */
+export function h2StatusOf(session: http2.ClientHttp2Session, path: string, authority = 'svc.test'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = session.request({ ':path': path, ':authority': authority });
+    let status = 0;
+    req.on('response', (h) => {
+      status = Number(h[':status']);
+    });
+    req.on('error', reject);
+    req.resume();
+    req.on('end', () => resolve(status));
+  });
 }

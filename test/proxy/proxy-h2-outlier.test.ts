@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { nextLoopbackAddress } from '../support/loopback-pods.js';
-import { startProxy } from './helpers.js';
+import { h2StatusOf, startProxy } from './helpers.js';
 
 interface H2Backend {
   readonly key: string;
@@ -28,19 +28,6 @@ async function startH2(status: number): Promise<H2Backend> {
   await new Promise<void>((resolve) => server.listen(0, address, resolve));
   Object.assign(b, { key: `${address}:${(server.address() as AddressInfo).port}` });
   return b;
-}
-
-function get(session: http2.ClientHttp2Session): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = session.request({ ':path': '/', ':authority': 'grpc.test' });
-    let status = 0;
-    req.on('response', (h) => {
-      status = Number(h[':status']);
-    });
-    req.on('error', reject);
-    req.resume();
-    req.on('end', () => resolve(status));
-  });
 }
 
 let good: H2Backend;
@@ -76,7 +63,7 @@ describe('h2 cluster outlier detection', () => {
   it('ejects an endpoint answering 503 after 3 streams, in the cluster stats, and sends it nothing more', async () => {
     const session = http2.connect(`http://127.0.0.1:${proxy.listenerPort('main') as number}`);
     try {
-      for (let i = 0; i < 8; i++) await get(session);
+      for (let i = 0; i < 8; i++) await h2StatusOf(session, '/', 'grpc.test');
       const stats = proxy.clusters.get('h2')?.cluster.stats();
       const badStats = stats?.endpoints.find((e) => e.key === bad.key);
       expect(badStats?.timesEjected).toBe(1);
@@ -84,7 +71,7 @@ describe('h2 cluster outlier detection', () => {
       expect(bad.hits).toBe(3);
       const before = good.hits;
       const statuses: number[] = [];
-      for (let i = 0; i < 10; i++) statuses.push(await get(session));
+      for (let i = 0; i < 10; i++) statuses.push(await h2StatusOf(session, '/', 'grpc.test'));
       expect(statuses).toEqual(statuses.map(() => 200));
       expect(good.hits - before).toBe(10);
       expect(bad.hits).toBe(3);

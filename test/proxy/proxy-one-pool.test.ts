@@ -12,7 +12,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { nextLoopbackAddress } from '../support/loopback-pods.js';
-import { startProxy } from './helpers.js';
+import { h2StatusOf, startProxy, statusOf } from './helpers.js';
 
 interface CountingServer {
   readonly key: string;
@@ -56,31 +56,6 @@ async function startCounting(delayMs: number): Promise<CountingServer> {
     },
   };
   return s;
-}
-
-function get(port: number, agent: http.Agent, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port, path, agent, headers: { host: 'svc.test' } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      })
-      .on('error', reject);
-  });
-}
-
-/** GET over an HTTP/2 session. */
-function h2Get(session: http2.ClientHttp2Session, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = session.request({ ':path': path, ':authority': 'svc.test' });
-    let status = 0;
-    req.on('response', (h) => {
-      status = Number(h[':status']);
-    });
-    req.on('error', reject);
-    req.resume();
-    req.on('end', () => resolve(status));
-  });
 }
 
 /** A POST with `Expect: 100-continue` (served by the listener's node:http server). */
@@ -130,7 +105,7 @@ describe('one HTTP/1.1 pool per endpoint', () => {
       // 24 clients × 8 requests, bounded by count; each request waits on the previous one.
       await Promise.all(
         Array.from({ length: 24 }, async (_, c) => {
-          for (let i = 0; i < 8; i++) statuses.push(await get(port, agent, `/c${c}/r${i}`));
+          for (let i = 0; i < 8; i++) statuses.push(await statusOf(port, agent, `/c${c}/r${i}`));
         }),
       );
       expect(statuses.length).toBe(24 * 8);
@@ -175,10 +150,10 @@ describe('one HTTP/1.1 pool per endpoint', () => {
     const statuses: number[] = [];
     const loops = [
       ...Array.from({ length: 8 }, async (_, c) => {
-        for (let i = 0; i < 6; i++) statuses.push(await get(port, agent, `/h1-${c}/r${i}`));
+        for (let i = 0; i < 6; i++) statuses.push(await statusOf(port, agent, `/h1-${c}/r${i}`));
       }),
       ...Array.from({ length: 8 }, async (_, c) => {
-        for (let i = 0; i < 6; i++) statuses.push(await h2Get(session, `/h2-${c}/r${i}`));
+        for (let i = 0; i < 6; i++) statuses.push(await h2StatusOf(session, `/h2-${c}/r${i}`));
       }),
       ...Array.from({ length: 4 }, async (_, c) => {
         for (let i = 0; i < 3; i++) statuses.push(await expectPost(port, agent, `/expect-${c}/r${i}`));

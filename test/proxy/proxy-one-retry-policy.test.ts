@@ -32,7 +32,7 @@ import {
 } from '../../src/index.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { nextLoopbackAddress } from '../support/loopback-pods.js';
-import { startProxy } from './helpers.js';
+import { h2StatusOf, startProxy, statusOf } from './helpers.js';
 
 type Behaviour = 'ok' | '503' | 'reset-reused' | 'refused';
 
@@ -139,32 +139,6 @@ function delta(before: ReturnType<typeof fromStats>, after: ReturnType<typeof fr
   };
 }
 
-/** GET through a keep-alive agent with one socket to the proxy. */
-function proxyGet(port: number, agent: http.Agent, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    http
-      .get({ host: '127.0.0.1', port, path, agent, headers: { host: 'svc.test' } }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      })
-      .on('error', reject);
-  });
-}
-
-/** GET over an HTTP/2 session to the proxy. */
-function h2Get(session: http2.ClientHttp2Session, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = session.request({ ':path': path, ':authority': 'svc.test' });
-    let status = 0;
-    req.on('response', (h) => {
-      status = Number(h[':status']);
-    });
-    req.on('error', reject);
-    req.resume();
-    req.on('end', () => resolve(status));
-  });
-}
-
 describe('one retry policy through the client and through the proxy', () => {
   const stop: (() => Promise<void>)[] = [];
   afterEach(async () => {
@@ -223,13 +197,13 @@ describe('one retry policy through the client and through the proxy', () => {
     if (client === 'http1') {
       const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
       stop.push(async () => agent.destroy());
-      get = (path) => proxyGet(port, agent, path);
+      get = (path) => statusOf(port, agent, path);
     } else {
       const session = http2.connect(`http://127.0.0.1:${port}`);
       stop.push(async () => {
         session.close();
       });
-      get = (path) => h2Get(session, path);
+      get = (path) => h2StatusOf(session, path);
     }
     await get('/r-1');
     const cluster = proxy.clusters.get('svc')?.cluster;
