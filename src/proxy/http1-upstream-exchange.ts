@@ -11,6 +11,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { ServerHttp2Stream } from 'node:http2';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { downstreamRawHeaders, downstreamResponseHeaders, isHopHeader, responseContentLength } from './hop-headers.js';
 import type { ForwardTarget } from './http1/forwarded-request.js';
 import { replyHttp1, replyHttp2, statusForError } from './local-reply.js';
@@ -166,12 +167,17 @@ export class Http2ResponseExchange implements ForwardTarget {
     const headers = headerObject(raw);
     const out = downstreamResponseHeaders(headers, '1.1') as Record<string, string | string[] | number>;
     out[':status'] = statusCode;
+    // One Content-Length, the one the proxy framed by: an upstream may repeat an identical value,
+    // which node:http2 refuses to send.
+    delete out['content-length'];
+    const length = responseContentLength(raw);
+    if (length !== undefined) out['content-length'] = length;
     const empty = this.#headOnly || statusCode === 204 || statusCode === 304;
     // A chunked HTTP/1.1 body may end in a trailer section: relay it as HTTP/2 trailers (an
     // empty trailer block when there was none).
     const te = headers['transfer-encoding'];
     this.#trailers = !empty && (headers.trailer !== undefined || (te !== undefined && /chunked/i.test(String(te))));
-    if (empty) this.#stream.respond(out, { endStream: true });
+    if (empty) this.#send(out, { endStream: true });
     else this.#head = out;
     return true;
   }
@@ -180,13 +186,35 @@ export class Http2ResponseExchange implements ForwardTarget {
     const head = this.#head;
     if (head === undefined) return;
     this.#head = undefined;
-    if (!this.#stream.closed) this.#stream.respond(head, { waitForTrailers: this.#trailers });
+    if (!this.#stream.closed) this.#send(head, { waitForTrailers: this.#trailers });
+  }
+
+  /**
+   * Sends the response head; a head node:http2 refuses (a header it will not carry) fails the
+   * exchange as a bad gateway instead of throwing out of the upstream socket's data handler.
+   */
+  #send(
+    head: Record<string, string | string[] | number>,
+    options: { endStream?: boolean; waitForTrailers?: boolean },
+  ): void {
+    try {
+      this.#stream.respond(head, options);
+    } catch (err) {
+      this.onError(
+        new EvenlbError(
+          ErrorCodes.UPSTREAM_PROTOCOL,
+          `upstream response head cannot be sent over HTTP/2: ${(err as Error).message}`,
+        ),
+      );
+      this.#abort?.(err as Error);
+    }
   }
 
   onData(chunk: Buffer): boolean {
     const s = this.#stream;
     if (s.closed || s.writableEnded) return true;
     this.#respond();
+    if (s.closed || s.writableEnded) return true;
     if (s.write(chunk)) return true;
     s.once('drain', this.#onDrain);
     return false;

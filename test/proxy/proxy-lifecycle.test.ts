@@ -109,17 +109,8 @@ const errorCode = (e: unknown): string => (e as { code?: string }).code ?? Strin
 function http1Call(version: '1.1' | '1.0'): Call {
   return (port) =>
     new Promise<string>((resolve) => {
-      const req = http.request(
-        { host: '127.0.0.1', port, path: '/', agent: false, headers: { host: 'app.test' } },
-        (res) => {
-          res.resume();
-          res.once('end', () => resolve(String(res.statusCode)));
-          res.once('error', (e) => resolve(errorCode(e)));
-        },
-      );
       // node:http cannot send HTTP/1.0; write the request by hand for that path.
       if (version === '1.0') {
-        req.destroy();
         const s = net.connect(port, '127.0.0.1');
         let text = '';
         s.setEncoding('latin1');
@@ -129,6 +120,14 @@ function http1Call(version: '1.1' | '1.0'): Call {
         s.write('GET / HTTP/1.0\r\nHost: app.test\r\n\r\n');
         return;
       }
+      const req = http.request(
+        { host: '127.0.0.1', port, path: '/', agent: false, headers: { host: 'app.test' } },
+        (res) => {
+          res.resume();
+          res.once('end', () => resolve(String(res.statusCode)));
+          res.once('error', (e) => resolve(errorCode(e)));
+        },
+      );
       req.once('error', (e) => resolve(errorCode(e)));
       req.end();
     });

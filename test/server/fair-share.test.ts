@@ -161,14 +161,15 @@ describe('recycleConnections({ fairShare })', () => {
     expect(clients.stats.ok).toBeGreaterThan(500);
     const stats = pods.map((p) => p.recycler?.fairShare());
     const shed = pods.map((p) => p.recycler?.stats().closed['fair-share'] ?? 0);
-    // The overloaded pod shed; a pod never above the fair share (plus tolerance) closed nothing.
+    // The overloaded pod shed; a pod never above the mean closed nothing. (Above the mean but
+    // within the tolerance a pod sheds only while a peer is far below the mean: the filling rule.)
     expect(shed[0]).toBeGreaterThan(0);
     pods.forEach((_, i) => {
       const s = stats[i];
-      if ((s?.maxShare ?? 0) <= 1 + TOLERANCE) expect(shed[i], `pod ${i} never above its share`).toBe(0);
+      if ((s?.maxShare ?? 0) <= 1) expect(shed[i], `pod ${i} never above the mean`).toBe(0);
     });
-    // The pod placed at the fair share (3 of 12) closed nothing unless reconnects pushed it over.
-    if ((stats[1]?.maxShare ?? 0) <= 1 + TOLERANCE) expect(shed[1]).toBe(0);
+    // The pod placed at the fair share (3 of 12) closed nothing unless reconnects pushed it over the mean.
+    if ((stats[1]?.maxShare ?? 0) <= 1) expect(shed[1]).toBe(0);
     expect(warnings.messages).toEqual([]);
   }, 30_000);
 
