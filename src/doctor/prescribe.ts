@@ -190,7 +190,7 @@ export function prescribe(input: PrescribeInput): Prescription | null {
       !webhook,
       callerNote ??
         zoneNote ??
-        'the proxy replicas themselves sit behind kube-proxy: run several, recycle their listeners',
+        'the proxy replicas themselves sit behind kube-proxy: run several, with listeners[].recycle.fairShare on their listeners',
     ),
   );
   if (webhook) {
