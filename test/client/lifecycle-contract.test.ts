@@ -14,11 +14,11 @@
  * `close()` returned that same pending promise (so a stuck shutdown could not be escalated).
  */
 import https from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
 import { request } from 'undici';
 import { afterEach, describe, expect, test } from 'vitest';
 import { BalancedAgent, createHttpAgent, createWebhookClient, StaticEndpointSource } from '../../src/index.js';
 import { testCertificates } from '../support/test-certificates.js';
+import { listenTracked } from '../support/tracked-server.js';
 
 const SERVICE = { namespace: 'default', name: 'test-service', path: '/validate' };
 const SERVICE_HOST = 'test-service.default.svc';
@@ -38,7 +38,6 @@ interface Upstream {
 /** An HTTPS server on 127.0.0.1 whose certificate names `certName`; it answers an AdmissionReview or never answers. */
 async function startUpstream(certName: string, mode: Mode): Promise<Upstream> {
   const pki = testCertificates(certName);
-  const sockets = new Set<Socket>();
   let received = 0;
   const server = https.createServer({ key: pki.key, cert: pki.cert }, (req, res) => {
     received++;
@@ -51,21 +50,13 @@ async function startUpstream(certName: string, mode: Mode): Promise<Upstream> {
       res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid } }));
     });
   });
-  server.on('secureConnection', (s: Socket) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
-  server.on('tlsClientError', () => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const tracked = await listenTracked(server, '127.0.0.1', 'secureConnection');
   return {
-    port: (server.address() as AddressInfo).port,
+    port: tracked.port,
     get received() {
       return received;
     },
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: tracked.close,
   };
 }
 

@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
-import net, { type AddressInfo, type Socket } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
@@ -27,6 +27,7 @@ import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { LiveResources } from '../support/live-resources.js';
 import { testCertificates } from '../support/test-certificates.js';
+import { listenTracked } from '../support/tracked-server.js';
 import { startProxy, waitFor } from './helpers.js';
 
 /** The contract's bound for `destroy()`. */
@@ -73,22 +74,13 @@ async function startUpstream(kind: UpstreamKind, mode: Mode, certName = 'backend
       : kind === 'tls'
         ? https.createServer({ key: certs.key, cert: certs.cert }, handler)
         : http.createServer(handler);
-  const sockets = new Set<Socket>();
-  server.on(kind === 'tls' ? 'secureConnection' : 'connection', (s: Socket) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
-  server.on('tlsClientError', () => {});
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const tracked = await listenTracked(server, '127.0.0.1', kind === 'tls' ? 'secureConnection' : 'connection');
   return {
-    port: (server.address() as AddressInfo).port,
+    port: tracked.port,
     get received() {
       return received;
     },
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: tracked.close,
   };
 }
 
