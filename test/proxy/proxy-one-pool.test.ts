@@ -79,26 +79,31 @@ describe('one HTTP/1.1 pool per endpoint', () => {
     for (const s of stop.splice(0).reverse()) await s();
   });
 
+  /** Two counting upstreams (5 ms answers) behind a round-robin proxy cluster capped at `cap` sockets per endpoint. */
+  async function proxyOverTwo(cap: number) {
+    const servers = [await startCounting(5), await startCounting(5)];
+    stop.push(async () => {
+      for (const s of servers) await s.close();
+    });
+    const proxy: ProxyServer = await startProxy({
+      listeners: [{ name: 'main', address: '127.0.0.1:0' }],
+      clusters: [
+        {
+          name: 'svc',
+          target: `static:///${servers.map((s) => s.key).join(',')}`,
+          policy: 'round-robin',
+          connectionsPerEndpoint: cap,
+        },
+      ],
+      routes: [{ hosts: ['svc.test'], cluster: 'svc' }],
+    });
+    stop.push(() => proxy.close());
+    return { servers, proxy, port: proxy.listenerPort('main') as number };
+  }
+
   for (const cap of [1, 3]) {
     test(`connectionsPerEndpoint ${cap}: 24 concurrent clients never open more than ${cap} sockets per endpoint`, async () => {
-      const servers = [await startCounting(5), await startCounting(5)];
-      stop.push(async () => {
-        for (const s of servers) await s.close();
-      });
-      const proxy: ProxyServer = await startProxy({
-        listeners: [{ name: 'main', address: '127.0.0.1:0' }],
-        clusters: [
-          {
-            name: 'svc',
-            target: `static:///${servers.map((s) => s.key).join(',')}`,
-            policy: 'round-robin',
-            connectionsPerEndpoint: cap,
-          },
-        ],
-        routes: [{ hosts: ['svc.test'], cluster: 'svc' }],
-      });
-      stop.push(() => proxy.close());
-      const port = proxy.listenerPort('main') as number;
+      const { servers, proxy, port } = await proxyOverTwo(cap);
       const agent = new http.Agent({ keepAlive: true, maxSockets: 24 });
       stop.push(async () => agent.destroy());
       const statuses: number[] = [];
@@ -123,24 +128,7 @@ describe('one HTTP/1.1 pool per endpoint', () => {
 
   test('HTTP/1.1, HTTP/2 and Expect clients together stay within connectionsPerEndpoint 2', async () => {
     const cap = 2;
-    const servers = [await startCounting(5), await startCounting(5)];
-    stop.push(async () => {
-      for (const s of servers) await s.close();
-    });
-    const proxy: ProxyServer = await startProxy({
-      listeners: [{ name: 'main', address: '127.0.0.1:0' }],
-      clusters: [
-        {
-          name: 'svc',
-          target: `static:///${servers.map((s) => s.key).join(',')}`,
-          policy: 'round-robin',
-          connectionsPerEndpoint: cap,
-        },
-      ],
-      routes: [{ hosts: ['svc.test'], cluster: 'svc' }],
-    });
-    stop.push(() => proxy.close());
-    const port = proxy.listenerPort('main') as number;
+    const { servers, port } = await proxyOverTwo(cap);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
     stop.push(async () => agent.destroy());
     const session = http2.connect(`http://127.0.0.1:${port}`);
