@@ -4,8 +4,8 @@
  * once through `onConnectFailure` (with whether the stream moved on) — and the caller's pick
  * context is never changed (the pool excludes the failed endpoint in its own copy).
  */
-import net from 'node:net';
 import { describe, expect, test } from 'vitest';
+import { freePort } from '../../test/support/tracked-server.js';
 import { Balancer } from '../balancing/balancer.js';
 import type { PickContext } from '../balancing/picker.js';
 import { EndpointSet } from '../core/endpoint-set.js';
@@ -13,20 +13,11 @@ import { SeededRandom } from '../core/random.js';
 import { H2SessionPool } from './h2-session-pool.js';
 import { LifetimePolicy } from './lifetime-policy.js';
 
-/** A loopback port that refuses connections (bound, then released). */
-async function refusedPort(address: string): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((r) => server.listen(0, address, r));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
 describe('H2SessionPool connect failures', () => {
   test('each failed connect is one attempt in the load record, reported once; the caller context is untouched', async () => {
     const endpoints = [
-      { address: '127.0.0.1', port: await refusedPort('127.0.0.1') },
-      { address: '127.0.0.2', port: await refusedPort('127.0.0.2') },
+      { address: '127.0.0.1', port: await freePort('127.0.0.1') },
+      { address: '127.0.0.2', port: await freePort('127.0.0.2') },
     ];
     const balancer = new Balancer({ policy: 'round-robin', random: new SeededRandom(1) });
     balancer.update(EndpointSet.from(endpoints));

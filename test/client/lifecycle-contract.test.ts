@@ -18,7 +18,7 @@ import { request } from 'undici';
 import { afterEach, describe, expect, test } from 'vitest';
 import { BalancedAgent, createHttpAgent, createWebhookClient, StaticEndpointSource } from '../../src/index.js';
 import { testCertificates } from '../support/test-certificates.js';
-import { listenTracked } from '../support/tracked-server.js';
+import { freePort, listenTracked } from '../support/tracked-server.js';
 
 const SERVICE = { namespace: 'default', name: 'test-service', path: '/validate' };
 const SERVICE_HOST = 'test-service.default.svc';
@@ -58,13 +58,6 @@ async function startUpstream(certName: string, mode: Mode): Promise<Upstream> {
     },
     close: tracked.close,
   };
-}
-
-/** A port nothing listens on (bound, then released). */
-async function refusedPort(): Promise<number> {
-  const u = await startUpstream(SERVICE_HOST, 'answer');
-  await u.close();
-  return u.port;
 }
 
 /** One client under test, reduced to one call plus the two shutdown methods. */
@@ -190,7 +183,7 @@ describe('close/destroy contract', () => {
         const certName = f.certName ?? goodName(subjectName);
         const upstream = await startUpstream(certName, 'answer');
         cleanup.push(() => upstream.close());
-        const port = f.refused ? await refusedPort() : upstream.port;
+        const port = f.refused ? await freePort() : upstream.port;
         const subject = make(port, testCertificates(certName).ca);
         cleanup.push(() => subject.destroy());
         const first = await codeOf(subject.call());

@@ -18,6 +18,7 @@ import { SeededRandom } from '../../src/core/random.js';
 import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { RandomFront } from '../server/support/random-front.js';
+import { freePort } from '../support/tracked-server.js';
 import { type Backend, fetchText, quietLogger, startBackend, waitFor } from './helpers.js';
 
 const INTERVAL_MS = 40; // 25 requests/s per client
@@ -29,15 +30,6 @@ const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-/** A port free on `address` now (bound, then released): each replica binds it on its own address. */
-async function freePort(address: string): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((r) => probe.listen(0, address, r));
-  const port = (probe.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => probe.close(() => r()));
-  return port;
-}
 
 /** Clients each sending one request every INTERVAL_MS over one keep-alive connection. */
 function startClients(url: string, n: number) {

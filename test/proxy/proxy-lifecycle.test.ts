@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
@@ -27,7 +27,7 @@ import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { LiveResources } from '../support/live-resources.js';
 import { testCertificates } from '../support/test-certificates.js';
-import { listenTracked } from '../support/tracked-server.js';
+import { freePort, listenTracked } from '../support/tracked-server.js';
 import { startProxy, waitFor } from './helpers.js';
 
 /** The contract's bound for `destroy()`. */
@@ -82,15 +82,6 @@ async function startUpstream(kind: UpstreamKind, mode: Mode, certName = 'backend
     },
     close: tracked.close,
   };
-}
-
-/** A port nothing listens on (bound, then released). */
-async function refusedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
 }
 
 /** One request through the proxy: resolves with the status ('200') or the error code. */
@@ -264,7 +255,7 @@ describe('ProxyServer close/destroy contract', () => {
           before.upstream === 'tls-mismatch' ? 'other.internal' : 'backend.internal',
         );
         cleanup.push(() => upstream.close());
-        const port = before.upstream === 'refused' ? await refusedPort() : upstream.port;
+        const port = before.upstream === 'refused' ? await freePort() : upstream.port;
         const proxy = await start(subject, port);
         const first = await subject.call(portOf(proxy));
         if (before.expectOk) expect(first).toBe('200');

@@ -3,7 +3,7 @@
  * connections, so `close()` destroys whatever is still open (a hung request, a kept-alive
  * socket) before it closes the server, and always settles.
  */
-import type { AddressInfo, Server, Socket } from 'node:net';
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 
 export interface TrackedServer {
   readonly port: number;
@@ -30,4 +30,16 @@ export async function listenTracked(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * A port free on `address` now (bound, then released): nothing listens on it, so a connect is
+ * refused until someone binds it (a replica binding it on its own address, say).
+ */
+export async function freePort(address = '127.0.0.1'): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, address, resolve));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }
