@@ -86,7 +86,7 @@ export { StaticEndpointSource } from './discovery/static-endpoint-source.js';
 // ---- Metrics ----
 export { clientMetricNames, type MetricsRegistry } from './metrics/client-metrics.js';
 export { type Imbalance, imbalance } from './metrics/imbalance.js';
-export { proxyMetricNames } from './metrics/proxy-metrics.js';
+export { type ProxyClusterStats, type ProxyEndpointStats, proxyMetricNames } from './metrics/proxy-metrics.js';
 export type { CloseReason, LifetimeOptions } from './pool/lifetime-policy.js';
 
 // ---- The proxy ----

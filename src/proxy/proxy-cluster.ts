@@ -125,6 +125,8 @@ export class ProxyCluster {
         ...(tls === undefined ? {} : { tls }),
         // Stream outcomes feed the cluster's one outlier detector (and its observer).
         onStreamEnd: (key, ok, ms) => this.cluster.recordOutcome(key, ok ? 'success' : 'http-error', ms),
+        // Sessions count as the endpoints' open connections in the cluster's stats.
+        onSessionChange: (key, change) => this.cluster.noteConnection(key, change),
       });
     }
   }
@@ -178,14 +180,6 @@ export class ProxyCluster {
     const set = this.cluster.balancer.endpointSet;
     if (set.size === 0) return 'no-endpoints';
     return set.eligible().length === 0 ? 'none-ready' : 'all-ejected';
-  }
-
-  /** Open upstream connections (HTTP/2 sessions for `h2`) per endpoint key. */
-  connections(): Map<string, number> {
-    if (this.h2 !== undefined) return this.h2.sessionCounts();
-    const out = new Map<string, number>();
-    for (const e of this.cluster.stats().endpoints) out.set(e.key, e.openConnections);
-    return out;
   }
 
   /** Stops discovery and lets open upstream requests finish. Idempotent. */
