@@ -29,8 +29,8 @@ export {
 } from './balancing/policy.js';
 // ---- Balancing clients ----
 export { BalancedAgent, type BalancedAgentOptions, type BalancedAgentStats } from './client/balanced-agent.js';
+export type { RouteSpec, RoutingOptions, RoutingStats } from './client/client-routes.js';
 export { type BalancedHttpAgent, type BalancedHttpAgentOptions, createHttpAgent } from './client/http-agent.js';
-export type { RouteSpec, RoutingOptions, RoutingStats } from './client/route-table.js';
 export {
   createWebhookClient,
   type WebhookCallOptions,

@@ -19,6 +19,7 @@ import type { ClusterObserver } from '../cluster/cluster-options.js';
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { normalizeHost } from '../core/host.js';
 import { createRandom, type Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { H2SessionPool } from '../pool/h2-session-pool.js';
@@ -26,7 +27,6 @@ import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ClusterConfig } from './config-schema.js';
 import { ForwardedRequest, type ForwardRequest, type ForwardTarget } from './http1/forwarded-request.js';
 import { Http1Upstream } from './http1/upstream-pool.js';
-import { normalizeHost } from './route-table.js';
 
 export interface ProxyClusterOptions {
   readonly clock?: Clock;
