@@ -29,7 +29,7 @@ export { bucketQuantileMs, LATENCY_BUCKETS_S };
 /** What the metrics read from one cluster. */
 export interface ClusterView {
   readonly name: string;
-  /** The cluster's stats (`Cluster.stats()`): connections of every transport included. */
+  /** The cluster's stats (the proxy's `ProxyCluster.stats()`): connections of every transport included. */
   stats(): ClusterStats;
 }
 

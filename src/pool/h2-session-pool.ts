@@ -87,6 +87,16 @@ export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session
     this.#unsubscribe = this.#balancer.onPicker(() => this.#reconcile());
   }
 
+  /** Connected sessions without a stream, per endpoint key (nothing queues: streams share sessions), for stats. */
+  idleAndQueued(): Map<string, { idle: number; queued: number }> {
+    const out = new Map<string, { idle: number; queued: number }>();
+    for (const [key, list] of this.#sessions) {
+      const idle = list.filter((s) => s.connected && s.inFlight === 0 && !s.session.closed).length;
+      out.set(key, { idle, queued: 0 });
+    }
+    return out;
+  }
+
   /**
    * Picks an endpoint and returns a connected session for one stream. Connect failures move on
    * to another endpoint, up to `connectRetries` times.

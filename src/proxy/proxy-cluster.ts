@@ -16,6 +16,7 @@
 import { readFileSync } from 'node:fs';
 import { Cluster } from '../cluster/cluster.js';
 import type { ClusterObserver } from '../cluster/cluster-options.js';
+import type { ClusterStats } from '../cluster/cluster-stats.js';
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
@@ -180,6 +181,22 @@ export class ProxyCluster {
     const set = this.cluster.balancer.endpointSet;
     if (set.size === 0) return 'no-endpoints';
     return set.eligible().length === 0 ? 'none-ready' : 'all-ejected';
+  }
+
+  /**
+   * The cluster's stats (`Cluster.stats()`, which counts every transport's open connections)
+   * with what only the transport knows: idle sockets (HTTP/2 sessions without a stream) and
+   * requests waiting for a socket, per endpoint.
+   */
+  stats(): ClusterStats {
+    const base = this.cluster.stats();
+    const counts = (this.h1 ?? this.h2)?.idleAndQueued();
+    if (counts === undefined || counts.size === 0) return base;
+    const endpoints = base.endpoints.map((e) => {
+      const c = counts.get(e.key);
+      return c === undefined ? e : { ...e, idleConnections: e.idleConnections + c.idle, queued: e.queued + c.queued };
+    });
+    return { ...base, endpoints };
   }
 
   /** Stops discovery and lets open upstream requests finish. Idempotent. */

@@ -137,7 +137,7 @@ export class ProxyServer {
   }
 
   #views(): ClusterView[] {
-    return [...this.#clusters.values()].map((c) => ({ name: c.name, stats: () => c.cluster.stats() }));
+    return [...this.#clusters.values()].map((c) => ({ name: c.name, stats: () => c.stats() }));
   }
 
   #notReady(): string | undefined {

@@ -4,7 +4,7 @@
  * only the proxy measures. Every transport's connections are counted by the cluster itself:
  * HTTP/1.1 upstream sockets, HTTP/2 sessions (`protocol: h2`) and TCP connections (L4
  * listeners) show as the endpoint's `openConnections`, and `evenlb_proxy_upstream_connections`
- * reads that field.
+ * reads that field; idle sockets (sessions) and waiting requests come from the transport.
  */
 import http from 'node:http';
 import http2 from 'node:http2';
@@ -106,6 +106,7 @@ interface EndpointJson {
   requests: number;
   windowRequests: number;
   openConnections: number;
+  idleConnections: number;
   state: string;
   p50Ms: number | null;
   p99Ms: number | null;
@@ -145,6 +146,14 @@ describe('proxy stats are the cluster stats', () => {
     } finally {
       agent.destroy();
     }
+    // Every response is in: each endpoint's keep-alive socket is open and idle, as the transport tells.
+    const web0 = () => proxy.clusters.get('web')?.stats().endpoints ?? [];
+    await waitFor(
+      () => web0().every((e) => e.openConnections >= 1 && e.idleConnections === e.openConnections),
+      5000,
+      'idle sockets',
+    );
+    expect(web0().map((e) => e.queued)).toEqual([0, 0]);
     const own = proxy.clusters.get('web')?.cluster.stats();
     const shown = (await served()).find((c) => c.name === 'web');
     expect(own).toBeDefined();
@@ -199,6 +208,12 @@ describe('proxy stats are the cluster stats', () => {
           ?.cluster.stats()
           .endpoints.map((e) => e.openConnections) ?? [];
       expect(open()).toEqual([1, 1]);
+      const idle = () =>
+        proxy.clusters
+          .get('h2')
+          ?.stats()
+          .endpoints.map((e) => e.idleConnections) ?? [];
+      await waitFor(() => idle().join() === '1,1', 5000, 'idle sessions');
       await gaugeShows('h2', 2);
       const shown = (await served()).find((c) => c.name === 'h2');
       expect(shown?.endpoints.map((e) => e.windowRequests)).toEqual([3, 3]);
