@@ -301,8 +301,8 @@ export class Cluster {
     if (n > 0) this.#externalConnections.set(endpointKey, n);
     else this.#externalConnections.delete(endpointKey);
     if (change === 'opened') {
-      const entry = this.#entries.get(endpointKey);
-      if (entry !== undefined) entry.connectionsOpened++;
+      const endpoint = this.#entries.get(endpointKey)?.endpoint ?? this.balancer.endpointSet.get(endpointKey);
+      if (endpoint !== undefined) this.#entry(endpoint).connectionsOpened++;
       this.#observer?.connectionOpened?.(this.name, endpointKey);
     } else {
       this.#observer?.connectionClosed?.(this.name, endpointKey, reason);
