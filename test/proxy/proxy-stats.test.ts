@@ -191,7 +191,10 @@ describe('proxy stats are the cluster stats', () => {
         .endpoints.map((e) => e.openConnections) ?? [];
     await waitFor(() => open().reduce((a, b) => a + b, 0) === 4, 5000, 'four connections in the stats');
     expect(open()).toEqual([2, 2]);
-    const opened = proxy.clusters.get('tcp')?.cluster.stats().endpoints.map((e) => e.connectionsOpened);
+    const opened = proxy.clusters
+      .get('tcp')
+      ?.cluster.stats()
+      .endpoints.map((e) => e.connectionsOpened);
     expect(opened).toEqual([2, 2]);
     await gaugeShows('tcp', 4);
     expect((await served()).find((c) => c.name === 'tcp')?.endpoints.map((e) => e.openConnections)).toEqual([2, 2]);
