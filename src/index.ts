@@ -29,8 +29,8 @@ export {
 } from './balancing/policy.js';
 // ---- Balancing clients ----
 export { BalancedAgent, type BalancedAgentOptions, type BalancedAgentStats } from './client/balanced-agent.js';
+export type { RouteSpec, RoutingOptions, RoutingStats } from './client/client-routes.js';
 export { type BalancedHttpAgent, type BalancedHttpAgentOptions, createHttpAgent } from './client/http-agent.js';
-export type { RouteSpec, RoutingOptions, RoutingStats } from './client/route-table.js';
 export {
   createWebhookClient,
   type WebhookCallOptions,
@@ -86,7 +86,7 @@ export { StaticEndpointSource } from './discovery/static-endpoint-source.js';
 // ---- Metrics ----
 export { clientMetricNames, type MetricsRegistry } from './metrics/client-metrics.js';
 export { type Imbalance, imbalance } from './metrics/imbalance.js';
-export { proxyMetricNames } from './metrics/proxy-metrics.js';
+export { type ProxyClusterStats, type ProxyEndpointStats, proxyMetricNames } from './metrics/proxy-metrics.js';
 export type { CloseReason, LifetimeOptions } from './pool/lifetime-policy.js';
 
 // ---- The proxy ----

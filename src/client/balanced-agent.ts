@@ -28,9 +28,10 @@
 import { Agent, Dispatcher } from 'undici';
 import { type Cluster, failHandler } from '../cluster/cluster.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { hostPortKey } from '../core/host.js';
 import { opt, parseOptions } from '../core/options.js';
 import { Shutdown } from '../core/shutdown.js';
-import { RouteTable, type RoutingOptions, type RoutingStats, routingSpec } from './route-table.js';
+import { ClientRoutes, type RoutingOptions, type RoutingStats, routingSpec } from './client-routes.js';
 
 export interface BalancedAgentOptions extends RoutingOptions {
   /** Where unrouted origins go: a Dispatcher, or options for the plain undici `Agent` created for them. */
@@ -59,7 +60,7 @@ function routeKeyOf(origin: string): string | undefined {
     const url = new URL(origin);
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
     const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
-    return `${url.hostname.toLowerCase()}:${port}`;
+    return hostPortKey(url.hostname, port);
   } catch {
     return undefined;
   }
@@ -67,7 +68,7 @@ function routeKeyOf(origin: string): string | undefined {
 
 export class BalancedAgent extends Dispatcher {
   readonly name: string;
-  readonly #routes: RouteTable;
+  readonly #routes: ClientRoutes;
   readonly #passthroughOption: Dispatcher | Agent.Options | undefined;
   /** Origin string → cluster, or null for pass-through; a bounded cache in front of route lookup. */
   readonly #byOrigin = new Map<string, Cluster | null>();
@@ -78,7 +79,7 @@ export class BalancedAgent extends Dispatcher {
     super();
     const o = parseOptions('BalancedAgent', options, agentSpec);
     this.#passthroughOption = o.passthrough;
-    this.#routes = new RouteTable(o, 'BalancedAgent', this);
+    this.#routes = new ClientRoutes(o, 'BalancedAgent', this);
     this.name = this.#routes.name;
   }
 

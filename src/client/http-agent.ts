@@ -31,11 +31,12 @@ import { classifyFailure, outcomeOf } from '../cluster/retry-policy.js';
 import { systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { hostPortKey } from '../core/host.js';
 import { opt, parseOptions } from '../core/options.js';
 import { createRandom } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
-import { RouteTable, type RoutingOptions, type RoutingStats, routingSpec } from './route-table.js';
+import { ClientRoutes, type RoutingOptions, type RoutingStats, routingSpec } from './client-routes.js';
 
 export interface BalancedHttpAgentOptions extends RoutingOptions {
   /** `http:` (an `http.Agent`) or `https:` (an `https.Agent`); default `http:`. */
@@ -123,7 +124,7 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
   const clockNow = () => clock.now();
 
   class Agent extends Base implements BalancedHttpAgent {
-    readonly #routes: RouteTable;
+    readonly #routes: ClientRoutes;
     readonly #sockets = new Map<Cluster, Set<TrackedSocket>>();
     readonly #watched = new Set<Cluster>();
     readonly name: string;
@@ -136,7 +137,7 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
         ...(o.idleTimeoutMs === undefined ? {} : { timeout: o.idleTimeoutMs }),
         ...(o.agentOptions ?? {}),
       });
-      this.#routes = new RouteTable(o, 'createHttpAgent', this);
+      this.#routes = new ClientRoutes(o, 'createHttpAgent', this);
       this.name = this.#routes.name;
     }
 
@@ -184,9 +185,9 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
         return;
       }
       const host = String(options.hostname ?? options.host ?? 'localhost').toLowerCase();
-      const port = Number(options.port ?? defaultPort);
+      // The Service host as requested (TLS server name), and its route key.
       const bare = host.startsWith('[') ? host.slice(1, -1) : host;
-      const key = `${isIP(bare) === 6 ? `[${bare}]` : bare}:${port}`;
+      const key = hostPortKey(bare, Number(options.port ?? defaultPort));
       let cluster: Cluster | undefined;
       try {
         cluster = this.#routes.lookup(key);

@@ -30,7 +30,7 @@ import { opt, optionError, parseOptions } from '../core/options.js';
 import { Shutdown } from '../core/shutdown.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { BalancedAgent } from './balanced-agent.js';
-import { type RoutingOptions, type RoutingStats, routingSpec } from './route-table.js';
+import { type RoutingOptions, type RoutingStats, routingSpec } from './client-routes.js';
 
 /** The `clientConfig` of a Validating/MutatingWebhookConfiguration entry. */
 export interface WebhookClientConfig {

@@ -1,6 +1,8 @@
 /**
- * The shape of `Cluster.stats()` (and of each route in `BalancedAgent.stats()`): per endpoint
- * counters and state, and per cluster imbalance figures over a sliding window.
+ * The one stats model: the shape of `Cluster.stats()`, of each route in `BalancedAgent.stats()`
+ * and of each gRPC channel in `registration.stats()`, and the base of what the proxy serves
+ * (`ProxyClusterStats`: these fields plus the latency quantiles only the proxy measures). Per
+ * endpoint counters and state, and per cluster imbalance figures over a sliding window.
  */
 import type { Balancer } from '../balancing/balancer.js';
 import type { ZoneRoutingState } from '../balancing/shaping/zone-preference.js';
@@ -28,6 +30,10 @@ export interface EndpointStats {
   /** The Pod name, when discovery knows it. */
   readonly pod?: string;
   readonly state: EndpointState;
+  /** Discovery's `ready` condition (last known, for an endpoint that left the set). */
+  readonly ready: boolean;
+  /** Discovery's `terminating` condition (last known, for an endpoint that left the set). */
+  readonly terminating: boolean;
   /** Requests sent to this endpoint, ever (while it was known). */
   readonly requests: number;
   /** Requests sent within the stats window. */
@@ -37,12 +43,14 @@ export interface EndpointStats {
   readonly errors: number;
   /** Peak-EWMA latency estimate, ms. */
   readonly latencyMs: number;
+  /** Open connections to this endpoint (HTTP/2 sessions, TCP connections), whichever transport opened them. */
   readonly openConnections: number;
   readonly idleConnections: number;
   /** Sockets opened to this endpoint, ever. */
   readonly connectionsOpened: number;
   /** Requests waiting for a connection (connection cap reached). */
   readonly queued: number;
+  /** Outlier detection's back-off level: ejections since its last long healthy spell (not a total). */
   readonly timesEjected: number;
   /** Slow-start multiplier on its weight now, (0, 1]; 1 when not ramping (or not picked). */
   readonly slowStartWeight: number;
@@ -172,6 +180,8 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
       ...(endpoint.zone === undefined ? {} : { zone: endpoint.zone }),
       ...(endpoint.targetRef === undefined ? {} : { pod: endpoint.targetRef.name }),
       state,
+      ready: endpoint.conditions.ready,
+      terminating: endpoint.conditions.terminating,
       requests: load?.requests ?? 0,
       windowRequests: entry?.window.sum(epoch) ?? 0,
       inFlight: load?.inFlight ?? 0,
@@ -188,7 +198,6 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
     });
   }
   endpoints.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const counted = endpoints.filter((e) => e.state === 'eligible' || e.state === 'ejected' || e.windowRequests > 0);
   return {
     name: input.name,
     target: input.target,
@@ -200,13 +209,24 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
     inFlight,
     errors,
     endpoints,
-    window: { windowMs: input.windowMs, imbalance: imbalance(counted.map((e) => e.windowRequests)) },
+    window: { windowMs: input.windowMs, imbalance: windowImbalance(endpoints) },
     zones: zoneStats(endpoints),
     zoneRouting: input.balancer.zoneState(),
   };
 }
 
-function zoneStats(endpoints: readonly EndpointStats[]): ZoneStats[] {
+/**
+ * `ClusterStats.window.imbalance`: the imbalance of `windowRequests` across the endpoints that
+ * are eligible or ejected (an ejected endpoint's missing share is part of the picture), and any
+ * other endpoint that took requests within the window.
+ */
+export function windowImbalance(endpoints: readonly EndpointStats[]): Imbalance {
+  const counted = endpoints.filter((e) => e.state === 'eligible' || e.state === 'ejected' || e.windowRequests > 0);
+  return imbalance(counted.map((e) => e.windowRequests));
+}
+
+/** `ClusterStats.zones`: each zone's endpoints and share of `windowRequests`, zones sorted by name. */
+export function zoneStats(endpoints: readonly EndpointStats[]): ZoneStats[] {
   const byZone = new Map<string, { endpoints: number; windowRequests: number }>();
   let total = 0;
   for (const e of endpoints) {

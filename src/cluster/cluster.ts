@@ -56,7 +56,7 @@ import { EndpointEntry, WINDOW_BUCKETS } from './endpoint-entry.js';
 import { toLegacyHandler } from './handler-adapters.js';
 import { forEndpoint } from './request-headers.js';
 import { noRetries, RetryPolicy, type RetryReason } from './retry-policy.js';
-import { type RequestRouter, RoutedRequest } from './routed-request.js';
+import { RoutedRequest, type RoutedRequestHost } from './routed-request.js';
 
 /** One request sent by a transport the cluster does not own; see `Cluster.acquire()` and `Attempt`. */
 export type RequestTicket = Attempt;
@@ -85,7 +85,7 @@ export class Cluster {
   readonly #externalConnections = new Map<string, number>();
   readonly #pick: PickContext = {};
   /** What routed requests call back into (kept off the public surface). */
-  readonly #router: RequestRouter;
+  readonly #routed: RoutedRequestHost;
   /** What attempt chains (`acquire`, `track`) call back into. */
   readonly #attempts: AttemptHost;
   readonly #bucketMs: number;
@@ -105,7 +105,7 @@ export class Cluster {
     this.name = o.name;
     const { retryConnectFailures: connectRetries, retryIdempotent, retryOn } = o;
     this.retryPolicy = new RetryPolicy({ connectRetries, retryIdempotent, retryOn });
-    this.#router = {
+    this.#routed = {
       retryPolicy: this.retryPolicy,
       route: (r) => this.#route(r),
       bind: (r) => this.#bind(r),
@@ -180,7 +180,7 @@ export class Cluster {
       }
       sent = forEndpoint(opts, this.#lastAuthority, https ? this.options.tls?.servername : undefined);
     }
-    const request = new RoutedRequest(this.#router, sent, legacy, https);
+    const request = new RoutedRequest(this.#routed, sent, legacy, https);
     if (this.#closed) {
       request.fail(closedError(this.name));
       return true;
@@ -301,8 +301,8 @@ export class Cluster {
     if (n > 0) this.#externalConnections.set(endpointKey, n);
     else this.#externalConnections.delete(endpointKey);
     if (change === 'opened') {
-      const entry = this.#entries.get(endpointKey);
-      if (entry !== undefined) entry.connectionsOpened++;
+      const endpoint = this.#entries.get(endpointKey)?.endpoint ?? this.balancer.endpointSet.get(endpointKey);
+      if (endpoint !== undefined) this.#entry(endpoint).connectionsOpened++;
       this.#observer?.connectionOpened?.(this.name, endpointKey);
     } else {
       this.#observer?.connectionClosed?.(this.name, endpointKey, reason);

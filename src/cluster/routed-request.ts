@@ -40,8 +40,11 @@ export interface LegacyHandler {
   onRequestSent?(): void;
 }
 
-/** What a routed request needs from its cluster. */
-export interface RequestRouter {
+/**
+ * What a routed request needs from its cluster (the cluster implements it; the name says whose
+ * callbacks these are, like `AttemptHost` for attempt chains).
+ */
+export interface RoutedRequestHost {
   /** Sends (or queues, or fails) the request; picks an endpoint unless in legacy mode. */
   route(request: RoutedRequest): void;
   /** Legacy mode: the request reached a socket (or failed to); attribute it to that endpoint. */
@@ -60,7 +63,7 @@ export interface RequestRouter {
 export { IDEMPOTENT, RETRY_STATUS };
 
 export class RoutedRequest implements PoolRequest, LegacyHandler {
-  readonly router: RequestRouter;
+  readonly host: RoutedRequestHost;
   readonly opts: Dispatcher.DispatchOptions;
   readonly handler: LegacyHandler;
   readonly https: boolean;
@@ -84,8 +87,8 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   #retries: Record<RetryReason, number> | undefined;
   #done = false;
 
-  constructor(router: RequestRouter, opts: Dispatcher.DispatchOptions, handler: LegacyHandler, https: boolean) {
-    this.router = router;
+  constructor(host: RoutedRequestHost, opts: Dispatcher.DispatchOptions, handler: LegacyHandler, https: boolean) {
+    this.host = host;
     this.opts = opts;
     this.handler = handler;
     this.https = https;
@@ -102,7 +105,7 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
     };
   }
 
-  /** Starts the current attempt's accounting (called by the router once the endpoint is known). */
+  /** Starts the current attempt's accounting (called by the cluster once the endpoint is known). */
   open(endpoint: Endpoint, startMs: number): void {
     this.endpoint = endpoint;
     this.startMs = startMs;
@@ -121,15 +124,15 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   }
 
   reroute(): void {
-    if (this.#attemptOpen) this.router.unbind(this);
+    if (this.#attemptOpen) this.host.unbind(this);
     this.#attemptOpen = false;
     this.connection = undefined;
-    this.router.route(this);
+    this.host.route(this);
   }
 
   onConnect(abort: (err?: Error) => void, context?: unknown): void {
     this.#connected = true;
-    if (!this.#attemptOpen) this.router.bind(this);
+    if (!this.#attemptOpen) this.host.bind(this);
     this.handler.onConnect(abort, context);
   }
 
@@ -138,7 +141,7 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   }
 
   onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
-    if (statusCode >= 500 && this.router.retryPolicy.retriesStatus(statusCode, this.#state)) {
+    if (statusCode >= 500 && this.host.retryPolicy.retriesStatus(statusCode, this.#state)) {
       this.#statusCode = statusCode;
       this.#swallowing = true;
       return true;
@@ -192,13 +195,13 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
 
   onError(err: Error): void {
     if (this.#done) return;
-    if (!this.#attemptOpen && this.connection?.endpoint !== undefined) this.router.bind(this);
+    if (!this.#attemptOpen && this.connection?.endpoint !== undefined) this.host.bind(this);
     const failure = classifyFailure(err, this.#connected, this.reused);
     this.#end(outcomeOf(failure), false);
     if (!this.#retry(failure)) this.#finish(err);
   }
 
-  /** Resets per-attempt state before the router sends the request again. */
+  /** Resets per-attempt state before the cluster sends the request again. */
   prepareRetry(): void {
     this.exclude = this.endpoint?.key;
     this.connection = undefined;
@@ -210,11 +213,11 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   /** Asks the cluster's policy; true when the request was sent again. */
   #retry(failure: AttemptFailure): boolean {
     const state = this.#state;
-    const reason = this.router.retryPolicy.decide(failure, state);
+    const reason = this.host.retryPolicy.decide(failure, state);
     if (reason === undefined) return false;
     const retries = state.done as Record<RetryReason, number>;
     retries[reason]++;
-    return this.router.retry(this, reason);
+    return this.host.retry(this, reason);
   }
 
   #end(outcome: RequestOutcome, reusable: boolean): void {
@@ -225,7 +228,7 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
     }
     if (this.#attemptOpen) {
       this.#attemptOpen = false;
-      this.router.settle(this, outcome);
+      this.host.settle(this, outcome);
     }
   }
 

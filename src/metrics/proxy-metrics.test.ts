@@ -1,27 +1,33 @@
 import { describe, expect, it } from 'vitest';
-import { Balancer } from '../balancing/balancer.js';
+import { Cluster } from '../cluster/cluster.js';
 import { ManualClock } from '../core/clock.js';
-import { EndpointSet } from '../core/endpoint-set.js';
 import { SeededRandom } from '../core/random.js';
 import { bucketQuantileMs, LATENCY_BUCKETS_S, ProxyMetrics, proxyMetricNames } from './proxy-metrics.js';
 
-function setup() {
+async function setup() {
   const clock = new ManualClock();
-  const balancer = new Balancer({ policy: 'round-robin', clock, random: new SeededRandom(1) });
-  balancer.update(
-    EndpointSet.from([
-      { address: '10.0.0.1', port: 80 },
-      { address: '10.0.0.2', port: 80 },
-    ]),
-  );
-  const view = { name: 'web', balancer, connections: () => new Map([['10.0.0.1:80', 3]]) };
+  const cluster = new Cluster({
+    name: 'web',
+    target: 'static:///10.0.0.1:80,10.0.0.2:80',
+    policy: 'round-robin',
+    clock,
+    random: new SeededRandom(1),
+  });
+  await cluster.whenDiscovered();
+  // Three connections a transport opened to the first endpoint: the cluster's stats count them.
+  for (let i = 0; i < 3; i++) cluster.noteConnection('10.0.0.1:80', 'opened');
+  const view = { name: 'web', stats: () => cluster.stats() };
   const metrics = new ProxyMetrics(() => [view], { windowMs: 10_000, clock, processMetrics: false });
-  return { clock, balancer, metrics };
+  const close = async () => {
+    metrics.close();
+    await cluster.destroy();
+  };
+  return { clock, balancer: cluster.balancer, metrics, close };
 }
 
 describe('ProxyMetrics', () => {
   it('exposes the latency histogram with cumulative buckets, sum and count', async () => {
-    const { metrics } = setup();
+    const { metrics, close } = await setup();
     for (const ms of [0.2, 3, 3, 40, 20_000]) metrics.observeUpstream('web', '10.0.0.1:80', ms);
     const text = await metrics.registry.metrics();
     const name = proxyMetricNames.upstreamDuration;
@@ -32,11 +38,11 @@ describe('ProxyMetrics', () => {
     expect(text).toContain(`${name}_bucket{le="10",cluster="web",endpoint="10.0.0.1:80"} 4`);
     expect(text).toContain(`${name}_bucket{le="+Inf",cluster="web",endpoint="10.0.0.1:80"} 5`);
     expect(text).toContain(`${name}_count{cluster="web",endpoint="10.0.0.1:80"} 5`);
-    metrics.close();
+    await close();
   });
 
   it('reads per-endpoint counters from the load records and windows the imbalance', async () => {
-    const { clock, balancer, metrics } = setup();
+    const { clock, balancer, metrics, close } = await setup();
     for (let i = 0; i < 30; i++) {
       const load = balancer.loads.get('10.0.0.1:80');
       load.end(load.start(), true);
@@ -57,14 +63,14 @@ describe('ProxyMetrics', () => {
     expect(text).toContain(`${proxyMetricNames.downstreamRequests}{listener="web",code="aborted"} 1`);
     // After the window passes with no new requests, the window is even again (all zero).
     clock.advance(12_000);
-    expect(metrics.stats()[0]?.imbalance.maxOverMean).toBe(1);
-    metrics.close();
+    expect(metrics.stats()[0]?.window.imbalance.maxOverMean).toBe(1);
+    await close();
   });
 });
 
 describe('measured latency quantiles over the window', () => {
-  it('p50/p99 per endpoint from the histogram, only the window counted', () => {
-    const { clock, metrics } = setup();
+  it('p50/p99 per endpoint from the histogram, only the window counted', async () => {
+    const { clock, metrics, close } = await setup();
     for (let i = 0; i < 100; i++) metrics.observeUpstream('web', '10.0.0.1:80', 400); // before the window
     clock.advance(11_000); // the sampler's first sample ages out; a new one holds the 400 ms counts
     for (let i = 0; i < 99; i++) metrics.observeUpstream('web', '10.0.0.1:80', 3);
@@ -75,7 +81,7 @@ describe('measured latency quantiles over the window', () => {
     expect(e?.p50Ms).toBeLessThanOrEqual(5);
     expect(e?.p99Ms).toBeLessThanOrEqual(5);
     expect(metrics.stats()[0]?.endpoints.find((x) => x.key === '10.0.0.2:80')?.p50Ms).toBeNull();
-    metrics.close();
+    await close();
   });
 
   it('bucketQuantileMs interpolates within a bucket and reads null for no counts', () => {

@@ -1,15 +1,21 @@
 /**
- * The proxy's Prometheus instruments, all named here (`evenlb_proxy_*`). Per-endpoint
- * request, in-flight and error counts are read from the balancer's load records at scrape
- * time (the hot path pays nothing for them); latency is a histogram observed per upstream
- * attempt; imbalance gauges (max/mean, coefficient of variation, Jain's index from
- * `imbalance()`) are computed over a sliding window of per-endpoint request counts sampled
- * once a second. `snapshot()` gives the same figures as JSON for the dashboard.
+ * The proxy's Prometheus instruments, all named here (`evenlb_proxy_*`), and the proxy's stats:
+ * each cluster's `ClusterStats` (the one model, from `Cluster.stats()`: per-endpoint requests,
+ * in-flight, errors, connections, state, read at scrape time, so the hot path pays nothing for
+ * them) with what only the proxy measures:
+ * - the window fields (`windowRequests`, `window`, `zones`) over the proxy's own sliding window
+ *   (`imbalanceWindowMs`), from per-endpoint request counts sampled once a second, so requests
+ *   of every transport (HTTP/1.1, HTTP/2, TCP) count;
+ * - `p50Ms` / `p99Ms` per endpoint over the same window, from the upstream latency histogram
+ *   (observed per upstream attempt).
+ * The imbalance gauges (max/mean, coefficient of variation, Jain's index from `imbalance()`)
+ * read `window.imbalance`. `stats()` gives the same figures as JSON for `/endpoints`,
+ * `/api/stats` and the dashboard.
  */
 import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
-import type { Balancer } from '../balancing/balancer.js';
+import { type ClusterStats, type EndpointStats, windowImbalance, zoneStats } from '../cluster/cluster-stats.js';
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
-import { type Imbalance, imbalance } from './imbalance.js';
+import type { Imbalance } from './imbalance.js';
 import {
   bucketQuantileMs,
   LATENCY_BUCKETS_S,
@@ -23,9 +29,8 @@ export { bucketQuantileMs, LATENCY_BUCKETS_S };
 /** What the metrics read from one cluster. */
 export interface ClusterView {
   readonly name: string;
-  readonly balancer: Balancer;
-  /** Open upstream connections (or HTTP/2 sessions, or TCP connections) per endpoint key. */
-  connections(): ReadonlyMap<string, number>;
+  /** The cluster's stats (the proxy's `ProxyCluster.stats()`): connections of every transport included. */
+  stats(): ClusterStats;
 }
 
 /** Metric names, exported so dashboards and tests use the names the proxy really exports. */
@@ -59,38 +64,23 @@ interface Sample {
 
 const CODE_CLASSES = ['aborted', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
-export interface EndpointStats {
-  readonly key: string;
-  readonly requests: number;
-  readonly inFlight: number;
-  readonly errors: number;
-  readonly connections: number;
-  /** The balancer's latency estimate (its EWMA), ms: what picks use, not a measurement. */
-  readonly latencyMs: number;
+/** One endpoint as the proxy serves it: the cluster's `EndpointStats` and what the proxy measures. */
+export interface ProxyEndpointStats extends EndpointStats {
   /**
    * Measured upstream latency over the sliding window, ms, from the latency histogram (linear
    * within a bucket, like Prometheus' `histogram_quantile`); null with no request in the window.
+   * (`latencyMs` is the balancer's estimate, its EWMA: what picks use, not a measurement.)
    */
   readonly p50Ms: number | null;
   readonly p99Ms: number | null;
-  readonly ready: boolean;
-  readonly terminating: boolean;
-  readonly ejected: boolean;
-  readonly eligible: boolean;
-  /** The endpoint's zone; `""` when discovery gives none. */
-  readonly zone: string;
-  /** Slow-start multiplier on its weight now, (0, 1]; 1 when not ramping. */
-  readonly slowStartWeight: number;
 }
 
-export interface ClusterStats {
-  readonly name: string;
-  readonly endpoints: readonly EndpointStats[];
-  /** Over the sliding window's request deltas, eligible endpoints only. */
-  readonly imbalance: Imbalance;
-  readonly ejections: number;
-  /** Each zone's share of the sliding window's requests, 0..1. */
-  readonly zoneShares: ReadonlyMap<string, number>;
+/**
+ * One cluster as the proxy serves it (`/endpoints`, `/api/stats`, the dashboard, the gauges):
+ * the cluster's `ClusterStats`, its window fields measured over the proxy's window.
+ */
+export interface ProxyClusterStats extends ClusterStats {
+  readonly endpoints: readonly ProxyEndpointStats[];
 }
 
 export interface ProxyMetricsOptions {
@@ -106,7 +96,6 @@ export class ProxyMetrics {
   readonly #clock: Clock;
   readonly #windowMs: number;
   readonly #samples = new Map<string, Sample[]>();
-  readonly #ejections = new Map<string, number>();
   readonly #ejectionsCounter: Counter<'cluster' | 'endpoint'>;
   /** Latency buckets per `cluster\0endpoint`: plain counters on the hot path, exposed at scrape. */
   readonly #latency = new Map<string, LatencyCounts>();
@@ -120,7 +109,7 @@ export class ProxyMetrics {
   readonly #connections: Gauge<'listener'>;
   readonly reloads: Counter<'result'>;
   #timer: TimerHandle | undefined;
-  #statsCache: { readonly atMs: number; readonly stats: ClusterStats[] } | undefined;
+  #statsCache: { readonly atMs: number; readonly stats: ProxyClusterStats[] } | undefined;
   #closed = false;
 
   constructor(clusters: () => readonly ClusterView[], options: ProxyMetricsOptions) {
@@ -153,9 +142,9 @@ export class ProxyMetrics {
     perEndpoint(n.upstreamRequests, 'Requests sent to each endpoint.', 'counter', (e) => e.requests);
     perEndpoint(n.upstreamInFlight, 'Requests in flight to each endpoint.', 'gauge', (e) => e.inFlight);
     perEndpoint(n.upstreamErrors, 'Failed requests (5xx or transport error) per endpoint.', 'counter', (e) => e.errors);
-    perEndpoint(n.upstreamConnections, 'Open upstream connections per endpoint.', 'gauge', (e) => e.connections);
+    perEndpoint(n.upstreamConnections, 'Open upstream connections per endpoint.', 'gauge', (e) => e.openConnections);
     perEndpoint(n.endpointEjected, '1 while outlier detection ejects the endpoint.', 'gauge', (e) =>
-      e.ejected ? 1 : 0,
+      e.state === 'ejected' ? 1 : 0,
     );
     perEndpoint(n.endpointReady, '1 while the endpoint is ready.', 'gauge', (e) => (e.ready ? 1 : 0));
     perEndpoint(
@@ -172,8 +161,8 @@ export class ProxyMetrics {
       registers: [r],
       collect(this: Counter<'cluster' | 'endpoint'>) {
         // Every known endpoint has a series (0 until its first ejection), so rate() works.
-        for (const c of self.#clusters()) {
-          for (const e of c.balancer.endpointSet.endpoints) this.inc({ cluster: c.name, endpoint: e.key }, 0);
+        for (const c of self.stats()) {
+          for (const e of c.endpoints) this.inc({ cluster: c.name, endpoint: e.key }, 0);
         }
       },
     });
@@ -190,8 +179,7 @@ export class ProxyMetrics {
       registers: [r],
       collect(this: Gauge<'cluster' | 'zone'>) {
         this.reset();
-        for (const c of self.stats())
-          for (const [zone, share] of c.zoneShares) this.set({ cluster: c.name, zone }, share);
+        for (const c of self.stats()) for (const z of c.zones) this.set({ cluster: c.name, zone: z.zone }, z.share);
       },
     });
     const perCluster = (name: string, help: string, read: (i: Imbalance) => number) =>
@@ -202,7 +190,7 @@ export class ProxyMetrics {
         registers: [r],
         collect(this: Gauge<'cluster'>) {
           this.reset();
-          for (const c of self.stats()) this.set({ cluster: c.name }, read(c.imbalance));
+          for (const c of self.stats()) this.set({ cluster: c.name }, read(c.window.imbalance));
         },
       });
     perCluster(
@@ -311,7 +299,6 @@ export class ProxyMetrics {
   /** Records one outlier ejection. */
   ejected(cluster: string, endpoint: string): void {
     this.#ejectionsCounter.inc({ cluster, endpoint });
-    this.#ejections.set(cluster, (this.#ejections.get(cluster) ?? 0) + 1);
   }
 
   /** Records one retry of an upstream attempt (the cluster's retry policy chose to send it again). */
@@ -331,76 +318,39 @@ export class ProxyMetrics {
     this.#connections.dec({ listener });
   }
 
-  /** Current per-cluster, per-endpoint figures (also what `/endpoints` and the dashboard show). */
-  stats(): ClusterStats[] {
+  /**
+   * Each cluster's stats as the proxy serves them (`/endpoints`, `/api/stats`, the dashboard and
+   * every per-endpoint and per-cluster gauge): `Cluster.stats()`, with `windowRequests`, `window`
+   * and `zones` over this sliding window, and the measured `p50Ms`/`p99Ms`.
+   */
+  stats(): ProxyClusterStats[] {
     const now = this.#clock.now();
     // One scrape reads the figures once per instrument: compute them once per 100 ms.
     const cached = this.#statsCache;
     if (cached !== undefined && now - cached.atMs < 100) return cached.stats;
-    const out: ClusterStats[] = [];
+    const out: ProxyClusterStats[] = [];
     for (const c of this.#clusters()) {
-      const b = c.balancer;
-      const eligible = new Set(b.picker.endpoints.map((t) => t.endpoint.key));
-      const conns = c.connections();
-      const slowStart = new Map(b.weights().map((w) => [w.key, w.slowStart]));
-      const endpoints: EndpointStats[] = [];
+      const base = c.stats();
+      const oldest = this.#samples.get(c.name)?.[0];
       const measured = this.#latencyByCluster.get(c.name);
-      const oldest = this.#samples.get(c.name)?.[0]?.latency;
-      for (const e of b.endpointSet.endpoints) {
-        const load = b.loads.peek(e.key);
-        const window = windowBuckets(measured?.get(e.key)?.buckets, oldest?.get(e.key));
-        endpoints.push({
-          key: e.key,
-          requests: load?.requests ?? 0,
-          inFlight: load?.inFlight ?? 0,
-          errors: load?.errors ?? 0,
-          connections: conns.get(e.key) ?? 0,
-          latencyMs: load?.latencyMs(now) ?? 0,
+      const endpoints = base.endpoints.map((e): ProxyEndpointStats => {
+        const window = windowBuckets(measured?.get(e.key)?.buckets, oldest?.latency.get(e.key));
+        return {
+          ...e,
+          windowRequests: e.requests - (oldest?.counts.get(e.key) ?? 0),
           p50Ms: bucketQuantileMs(window, 0.5),
           p99Ms: bucketQuantileMs(window, 0.99),
-          ready: e.conditions.ready,
-          terminating: e.conditions.terminating,
-          ejected: b.ejected.has(e.key),
-          eligible: eligible.has(e.key),
-          zone: e.zone ?? '',
-          slowStartWeight: slowStart.get(e.key) ?? 1,
-        });
-      }
+        };
+      });
       out.push({
-        name: c.name,
+        ...base,
         endpoints,
-        imbalance: this.#windowImbalance(c.name, endpoints),
-        ejections: this.#ejections.get(c.name) ?? 0,
-        zoneShares: this.#zoneShares(c.name, endpoints),
+        window: { windowMs: this.#windowMs, imbalance: windowImbalance(endpoints) },
+        zones: zoneStats(endpoints),
       });
     }
     this.#statsCache = { atMs: now, stats: out };
     return out;
-  }
-
-  #windowImbalance(cluster: string, endpoints: readonly EndpointStats[]): Imbalance {
-    const samples = this.#samples.get(cluster);
-    const oldest = samples?.[0];
-    const deltas: number[] = [];
-    for (const e of endpoints) {
-      if (!e.eligible) continue;
-      deltas.push(e.requests - (oldest?.counts.get(e.key) ?? 0));
-    }
-    return imbalance(deltas);
-  }
-
-  /** Window request deltas summed per zone, as shares of the cluster's total. */
-  #zoneShares(cluster: string, endpoints: readonly EndpointStats[]): Map<string, number> {
-    const oldest = this.#samples.get(cluster)?.[0];
-    const perZone = new Map<string, number>();
-    let total = 0;
-    for (const e of endpoints) {
-      const delta = e.requests - (oldest?.counts.get(e.key) ?? 0);
-      perZone.set(e.zone, (perZone.get(e.zone) ?? 0) + delta);
-      total += delta;
-    }
-    for (const [zone, n] of perZone) perZone.set(zone, total === 0 ? 0 : n / total);
-    return perZone;
   }
 
   #sample(): void {
@@ -408,7 +358,7 @@ export class ProxyMetrics {
     const now = this.#clock.now();
     for (const c of this.#clusters()) {
       const counts = new Map<string, number>();
-      for (const load of c.balancer.loads.values()) counts.set(load.key, load.requests);
+      for (const e of c.stats().endpoints) counts.set(e.key, e.requests);
       const latency = new Map<string, Float64Array>();
       for (const [key, l] of this.#latencyByCluster.get(c.name) ?? []) latency.set(key, l.buckets.slice());
       let list = this.#samples.get(c.name);

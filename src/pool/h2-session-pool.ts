@@ -37,6 +37,8 @@ export interface H2SessionPoolOptions {
    * stream goes on to another endpoint (a retry). Without it, `onStreamEnd(key, false, ms)`.
    */
   readonly onConnectFailure?: (endpointKey: string, durationMs: number, retried: boolean) => void;
+  /** Called when a session connects and when a connected session closes (the cluster's connection stats). */
+  readonly onSessionChange?: (endpointKey: string, change: 'opened' | 'closed') => void;
 }
 
 /** One stream acquired from the pool: send the request on `session`, then call `done(ok)` once. */
@@ -85,10 +87,13 @@ export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session
     this.#unsubscribe = this.#balancer.onPicker(() => this.#reconcile());
   }
 
-  /** Open sessions per endpoint key (for `/endpoints` and metrics). */
-  sessionCounts(): Map<string, number> {
-    const out = new Map<string, number>();
-    for (const [key, list] of this.#sessions) out.set(key, list.filter((s) => !s.session.destroyed).length);
+  /** Connected sessions without a stream, per endpoint key (nothing queues: streams share sessions), for stats. */
+  idleAndQueued(): Map<string, { idle: number; queued: number }> {
+    const out = new Map<string, { idle: number; queued: number }>();
+    for (const [key, list] of this.#sessions) {
+      const idle = list.filter((s) => s.connected && s.inFlight === 0 && !s.session.closed).length;
+      out.set(key, { idle, queued: 0 });
+    }
     return out;
   }
 
@@ -216,6 +221,7 @@ export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session
     session.once('connect', () => {
       timer.cancel();
       pooled.connected = true;
+      this.#options.onSessionChange?.(endpoint.key, 'opened');
       resolveReady(true);
     });
     // Errors surface on the streams (and as a failed `ready`); the session just closes.
@@ -229,6 +235,7 @@ export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session
     session.once('close', () => {
       timer.cancel();
       resolveReady(false);
+      if (pooled.connected) this.#options.onSessionChange?.(endpoint.key, 'closed');
       const list = this.#sessions.get(endpoint.key);
       if (list !== undefined) {
         const i = list.indexOf(pooled);

@@ -1,6 +1,7 @@
 /**
  * The admin listener (loopback unless configured otherwise): `/metrics` (Prometheus text),
- * `/endpoints` (per-cluster, per-endpoint JSON), `/config` (the running configuration, with
+ * `/endpoints` (each cluster's stats: `ProxyClusterStats`, the clusters' one stats model plus the
+ * proxy's latency quantiles), `/config` (the running configuration, with
  * secrets redacted), `/healthz`, `/readyz`, `/api/stats` (what the dashboard polls: endpoint
  * counters, latency quantiles, imbalance, proxy CPU time) and `/`, the live dashboard, with
  * chart.js served from the installed package.
@@ -24,8 +25,6 @@ export interface AdminDeps {
   readonly config: () => ProxyConfig;
   /** Undefined when ready; else why not. */
   readonly notReady: () => string | undefined;
-  /** Per-cluster detail from the shared `Cluster` (endpoint state, pod names, windows). */
-  readonly clusterDetails?: () => unknown[];
   /** `full` (default) serves everything; `metrics` only `/metrics`, `/healthz` and `/readyz`. */
   readonly scope?: 'full' | 'metrics';
 }
@@ -99,7 +98,7 @@ export class AdminServer {
         return;
       }
       case '/endpoints':
-        return json(res, 200, { clusters: d.metrics.stats(), details: d.clusterDetails?.() ?? [] });
+        return json(res, 200, { clusters: d.metrics.stats() });
       case '/config':
         return json(res, 200, redactSecrets(d.config()));
       case '/healthz':

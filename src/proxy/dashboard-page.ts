@@ -3,9 +3,10 @@
  * loads chart.js from `/assets/chart.umd.js`, polls `/api/stats` once a second and draws, per
  * cluster, each endpoint's request rate and open connections over the last minutes, the
  * sliding-window imbalance (max/mean and Jain's index), and a table with in-flight requests,
- * errors, ejections and latency: the measured p50 and p99 over the sliding window (from the
+ * errors, endpoint state and latency: the measured p50 and p99 over the sliding window (from the
  * upstream latency histogram), and, labelled as such, the balancer's own EWMA estimate, which
- * is what picks use and not a measurement. No build step: the page's script is plain ES2020;
+ * is what picks use and not a measurement. It reads `ProxyClusterStats` (the clusters' one stats
+ * model, see `proxy-metrics.ts`) as `/api/stats` serves it. No build step: the page's script is plain ES2020;
  * the empty data: icon keeps the browser from asking for /favicon.ico.
  */
 
@@ -131,22 +132,25 @@ export const dashboardHtml = `<!doctype html>
       var rows = '<tr><th>endpoint</th><th>req/s</th><th>in flight</th><th>conns</th><th>errors</th>' +
         '<th title="measured over the sliding window">p50 ms</th><th title="measured over the sliding window">p99 ms</th>' +
         '<th title="the balancer EWMA: what picks use, not a measurement">balancer estimate ms</th><th>state</th></tr>';
+      var ejectedNow = 0;
       c.endpoints.forEach(function (e, i) {
         var r = dt > 0 && before[e.key] !== undefined ? Math.max(0, (e.requests - before[e.key]) / dt) : 0;
         var rs = series(v.rate, e.key, i); rs.data.push(Math.round(r * 10) / 10);
-        var cs = series(v.conns, e.key, i); cs.data.push(e.connections);
-        var state = e.ejected ? '<span class="bad">ejected</span>' : e.terminating ? 'terminating' : e.ready ? 'ready' : 'not ready';
-        rows += '<tr><td>' + e.key + '</td><td>' + r.toFixed(1) + '</td><td>' + e.inFlight + '</td><td>' + e.connections +
+        var cs = series(v.conns, e.key, i); cs.data.push(e.openConnections);
+        var state = e.state === 'ejected' ? '<span class="bad">ejected</span>' : e.state + (e.terminating ? ' (terminating)' : '');
+        if (e.state === 'ejected') ejectedNow++;
+        rows += '<tr><td>' + e.key + '</td><td>' + r.toFixed(1) + '</td><td>' + e.inFlight + '</td><td>' + e.openConnections +
           '</td><td>' + e.errors + '</td><td data-p50="' + e.key + '">' + ms(e.p50Ms) + '</td><td data-p99="' + e.key + '">' + ms(e.p99Ms) +
           '</td><td data-estimate="' + e.key + '">' + e.latencyMs.toFixed(1) + '</td><td>' + state + '</td></tr>';
       });
       [v.rate, v.conns].forEach(function (ch) {
         ch.data.datasets.forEach(function (d) { while (d.data.length < ch.data.labels.length) d.data.unshift(null); });
       });
-      v.imb.data.datasets[0].data.push(c.imbalance.maxOverMean);
-      v.imb.data.datasets[1].data.push(c.imbalance.jain);
+      var imbalance = c.window.imbalance;
+      v.imb.data.datasets[0].data.push(imbalance.maxOverMean);
+      v.imb.data.datasets[1].data.push(imbalance.jain);
       v.table.innerHTML = rows;
-      v.kpi.textContent = "Jain's index " + c.imbalance.jain.toFixed(3) + ' · max/mean ' + c.imbalance.maxOverMean.toFixed(2) + ' · ejections ' + c.ejections;
+      v.kpi.textContent = "Jain's index " + imbalance.jain.toFixed(3) + ' · max/mean ' + imbalance.maxOverMean.toFixed(2) + ' · ejected now ' + ejectedNow;
       v.rate.update(); v.conns.update(); v.imb.update();
     });
     prev = stats;

@@ -16,9 +16,11 @@
 import { readFileSync } from 'node:fs';
 import { Cluster } from '../cluster/cluster.js';
 import type { ClusterObserver } from '../cluster/cluster-options.js';
+import type { ClusterStats } from '../cluster/cluster-stats.js';
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { normalizeHost } from '../core/host.js';
 import { createRandom, type Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { H2SessionPool } from '../pool/h2-session-pool.js';
@@ -26,7 +28,6 @@ import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ClusterConfig } from './config-schema.js';
 import { ForwardedRequest, type ForwardRequest, type ForwardTarget } from './http1/forwarded-request.js';
 import { Http1Upstream } from './http1/upstream-pool.js';
-import { normalizeHost } from './route-table.js';
 
 export interface ProxyClusterOptions {
   readonly clock?: Clock;
@@ -125,6 +126,8 @@ export class ProxyCluster {
         ...(tls === undefined ? {} : { tls }),
         // Stream outcomes feed the cluster's one outlier detector (and its observer).
         onStreamEnd: (key, ok, ms) => this.cluster.recordOutcome(key, ok ? 'success' : 'http-error', ms),
+        // Sessions count as the endpoints' open connections in the cluster's stats.
+        onSessionChange: (key, change) => this.cluster.noteConnection(key, change),
       });
     }
   }
@@ -180,12 +183,20 @@ export class ProxyCluster {
     return set.eligible().length === 0 ? 'none-ready' : 'all-ejected';
   }
 
-  /** Open upstream connections (HTTP/2 sessions for `h2`) per endpoint key. */
-  connections(): Map<string, number> {
-    if (this.h2 !== undefined) return this.h2.sessionCounts();
-    const out = new Map<string, number>();
-    for (const e of this.cluster.stats().endpoints) out.set(e.key, e.openConnections);
-    return out;
+  /**
+   * The cluster's stats (`Cluster.stats()`, which counts every transport's open connections)
+   * with what only the transport knows: idle sockets (HTTP/2 sessions without a stream) and
+   * requests waiting for a socket, per endpoint.
+   */
+  stats(): ClusterStats {
+    const base = this.cluster.stats();
+    const counts = (this.h1 ?? this.h2)?.idleAndQueued();
+    if (counts === undefined || counts.size === 0) return base;
+    const endpoints = base.endpoints.map((e) => {
+      const c = counts.get(e.key);
+      return c === undefined ? e : { ...e, idleConnections: e.idleConnections + c.idle, queued: e.queued + c.queued };
+    });
+    return { ...base, endpoints };
   }
 
   /** Stops discovery and lets open upstream requests finish. Idempotent. */

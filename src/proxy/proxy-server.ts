@@ -41,22 +41,6 @@ function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-function clusterView(c: ProxyCluster): ClusterView {
-  return { name: c.name, balancer: c.balancer, connections: () => c.connections() };
-}
-
-function tcpView(c: ProxyCluster): ClusterView {
-  return {
-    name: c.name,
-    balancer: c.balancer,
-    connections() {
-      const out = new Map<string, number>();
-      for (const l of c.balancer.loads.values()) out.set(l.key, l.inFlight);
-      return out;
-    },
-  };
-}
-
 export class ProxyServer {
   readonly logger: Logger;
   readonly metrics: ProxyMetrics;
@@ -96,7 +80,6 @@ export class ProxyServer {
           metrics: proxy.metrics,
           config: () => proxy.#config,
           notReady: () => proxy.#notReady(),
-          clusterDetails: () => [...proxy.#clusters.values()].map((c) => c.cluster.stats()),
         });
         await proxy.#admin.listen(config.admin.address);
         if (config.admin.metricsAddress !== undefined) {
@@ -154,10 +137,7 @@ export class ProxyServer {
   }
 
   #views(): ClusterView[] {
-    const tcpClusters = new Set(
-      this.#config.listeners.filter((l) => l.protocol === 'tcp').map((l) => l.cluster as string),
-    );
-    return [...this.#clusters.values()].map((c) => (tcpClusters.has(c.name) ? tcpView(c) : clusterView(c)));
+    return [...this.#clusters.values()].map((c) => ({ name: c.name, stats: () => c.stats() }));
   }
 
   #notReady(): string | undefined {

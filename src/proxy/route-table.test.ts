@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isValidHost, normalizeHost, RouteTable } from './route-table.js';
+import { normalizeHost } from '../core/host.js';
+import { isValidHost, RouteTable } from './route-table.js';
 
 const table = new RouteTable(
   [

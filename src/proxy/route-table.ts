@@ -1,10 +1,12 @@
 /**
  * Routes by host and path prefix. A request's host (Host header, `:authority`, or the
  * authority of an absolute-form request URI) is matched without its port: exact names first,
- * then `*.suffix` wildcards, then `*` (any host). The longest matching path prefix wins within
+ * then `*.suffix` wildcards, then `*` (any host); hosts read as `normalizeHost` (src/core/host.ts)
+ * reads them, the same reading as the balancing clients' routes. The longest matching path prefix wins within
  * a host. `*` never matches an absolute-form request (`GET http://other.example/ ...`): the
  * proxy serves only hosts it is configured for and is never an open forward proxy.
  */
+import { normalizeHost } from '../core/host.js';
 import type { RouteConfig } from './config-schema.js';
 
 export interface RouteMatch<C> {
@@ -15,20 +17,6 @@ export interface RouteMatch<C> {
 interface Entry<C> {
   readonly prefix: string;
   readonly match: RouteMatch<C>;
-}
-
-/** Lower-cases a host and strips its port (`Example.com:8080` → `example.com`, `[::1]:80` → `[::1]`). */
-export function normalizeHost(host: string): string {
-  let h = host;
-  if (h.charCodeAt(0) === 91 /* [ */) {
-    const end = h.indexOf(']');
-    h = end < 0 ? h : h.slice(0, end + 1);
-  } else {
-    const colon = h.indexOf(':');
-    if (colon >= 0) h = h.slice(0, colon);
-  }
-  if (h.endsWith('.')) h = h.slice(0, -1);
-  return h.toLowerCase();
 }
 
 /** Bytes a reg-name / IPv4 host may hold: unreserved, sub-delims and `%` (RFC 3986 §3.2.2). */

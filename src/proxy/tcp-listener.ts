@@ -95,6 +95,8 @@ export class TcpListener {
     upstream.once('connect', () => {
       timer.cancel();
       connected = true;
+      // The cluster's stats count it as the endpoint's open connection until it closes.
+      cluster.cluster.noteConnection(endpoint.key, 'opened');
       upstream.pipe(client);
       client.pipe(upstream);
       client.resume();
@@ -130,7 +132,10 @@ export class TcpListener {
       timer.cancel();
       ageTimer?.cancel();
       end(true);
-      if (connected) client.destroy();
+      if (connected) {
+        cluster.cluster.noteConnection(endpoint.key, 'closed');
+        client.destroy();
+      }
     });
     client.once('close', () => {
       if (!upstream.destroyed) upstream.destroy();

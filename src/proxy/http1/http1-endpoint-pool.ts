@@ -85,6 +85,16 @@ export class Http1EndpointPool {
     return this.#all.size;
   }
 
+  /** Idle sockets (open, no request on them). */
+  get idleCount(): number {
+    return this.#idle.length;
+  }
+
+  /** Requests waiting for a socket (`connectionsPerEndpoint` reached). */
+  get queued(): number {
+    return this.#waiting.length;
+  }
+
   /**
    * A connected idle socket for `sink` now, or undefined: then `sink.onConnection` is called
    * once a socket is connected (or with the error when dialling failed).

@@ -82,6 +82,18 @@ export class Http1Upstream implements EndpointTransport<Http1EndpointPool, [serv
     this.#cluster.noteConnection(key, change, reason);
   }
 
+  /** Idle sockets and requests waiting for one, per endpoint key (draining pools included), for stats. */
+  idleAndQueued(): Map<string, { idle: number; queued: number }> {
+    const out = new Map<string, { idle: number; queued: number }>();
+    for (const pool of this.#live) {
+      const n = out.get(pool.endpoint.key) ?? { idle: 0, queued: 0 };
+      n.idle += pool.idleCount;
+      n.queued += pool.queued;
+      out.set(pool.endpoint.key, n);
+    }
+    return out;
+  }
+
   /** A pool drained or lost a socket: forget it once it is empty. */
   poolChanged(pool: Http1EndpointPool): void {
     if (!pool.draining || pool.size > 0) return;

@@ -1,5 +1,6 @@
 /**
- * The routes of a balancing client: which `host:port` goes through which `Cluster`. Explicit
+ * `ClientRoutes`, the routes of a balancing client: which `host:port` goes through which
+ * `Cluster` (keys read by `hostPortKey`, the host reading the proxy's route table shares). Explicit
  * routes (`routes: { 'host:port': target }`) get their cluster at construction, so discovery
  * starts at once; with `kubernetes: true`, any `<svc>.<ns>.svc[.<clusterDomain>]:<port>`
  * gets a `k8s:///<svc>.<ns>:<port>` cluster on first use. Agent-level settings are the
@@ -12,6 +13,7 @@ import type { ClusterOptions, ClusterSettings } from '../cluster/cluster-options
 import { clusterOnlySpec, clusterSettingsSpec, isEndpointSource } from '../cluster/cluster-options.js';
 import type { ClusterStats } from '../cluster/cluster-stats.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
+import { hostPortKey } from '../core/host.js';
 import { opt, optionError, type Parsed, parseOptions } from '../core/options.js';
 import type { Random } from '../core/random.js';
 import { parseTarget } from '../core/target.js';
@@ -90,7 +92,7 @@ const routeSpec = {
 const SETTINGS_KEYS = Object.keys(clusterSettingsSpec) as (keyof typeof clusterSettingsSpec)[];
 const LABEL = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
 
-/** `host:port` with a lower-case host (IPv6 in brackets). Throws for a key without a port. */
+/** `host:port` as `hostPortKey` reads it (lower case, no trailing dot, IPv6 in brackets). Throws for a key without a port. */
 export function normalizeRouteKey(key: string, component = 'BalancedAgent'): string {
   const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):([0-9]{1,5})$/.exec(key.trim());
   const port = Number(m?.[2]);
@@ -101,10 +103,11 @@ export function normalizeRouteKey(key: string, component = 'BalancedAgent'): str
       { details: { component, field: `routes.${key}` } },
     );
   }
-  return `${(m[1] as string).toLowerCase()}:${port}`;
+  return hostPortKey(m[1] as string, port);
 }
 
-export class RouteTable {
+/** A balancing client's `host:port` → `Cluster` routes; it creates and owns the clusters. */
+export class ClientRoutes {
   readonly name: string;
   readonly options: ParsedRoutingOptions;
   readonly metrics: ClientMetrics | undefined;
