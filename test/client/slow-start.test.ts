@@ -2,22 +2,36 @@
  * Slow start with real sockets: a `BalancedAgent` with `slowStartMs` sends a pod that has
  * just become ready a share that ramps over the window instead of its full share at once, and
  * its stats show the ramp (`slowStartWeight`); with zone routing, requests stay in the caller's
- * zone and stats show each zone's share. Shares are judged per 1 s bucket of responses,
- * as fractions of the fair share, with wide tolerances (the machine is shared).
+ * zone and stats show each zone's share. The ramp runs on a `ManualClock`: shares are judged
+ * per simulated second (the same number of requests in each), as fractions of the fair share.
  */
 import { request } from 'undici';
 import { describe, expect, test } from 'vitest';
-import { BalancedAgent, StaticEndpointSource } from '../../src/index.js';
+import { BalancedAgent, ManualClock, StaticEndpointSource } from '../../src/index.js';
 import { type Pod, podsAndAgent, startPods } from '../support/loopback-pods.js';
 
 const ORIGIN = 'http://cart.shop.svc';
 const ROUTE = 'cart.shop.svc:80';
 const WINDOW_MS = 4000;
+/** Requests sent in each simulated second (by 4 concurrent callers). */
+const PER_SECOND = 400;
+
+function freshStats(agent: BalancedAgent, fresh: Pod) {
+  return agent.stats().routes[0]?.endpoints.find((x) => x.address === fresh.address && x.state === 'eligible');
+}
+
+async function waitUntil(cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!cond()) {
+    if (performance.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
 
 describe('slow start (real sockets)', () => {
   const fx = podsAndAgent<BalancedAgent>();
 
-  test('a newly ready pod gets a ramping share over slowStartMs, in 1 s buckets', async () => {
+  test('a newly ready pod gets a ramping share over slowStartMs, per simulated second', async () => {
     fx.pods = await startPods(3);
     const [a, b, fresh] = fx.pods as [Pod, Pod, Pod];
     const source = new StaticEndpointSource([
@@ -25,44 +39,39 @@ describe('slow start (real sockets)', () => {
       b.endpoint,
       { ...fresh.endpoint, conditions: { ready: false } },
     ]);
-    fx.agent = new BalancedAgent({ routes: { [ROUTE]: source }, slowStartMs: WINDOW_MS });
+    // The ramp runs on an injected clock: each simulated second gets the same number of real
+    // requests, however slow the machine is, so the shares measure the ramp and nothing else.
+    const clock = new ManualClock(1_000_000);
+    fx.agent = new BalancedAgent({ routes: { [ROUTE]: source }, slowStartMs: WINDOW_MS, clock });
     const agent = fx.agent;
     const get = async () => (await (await request(`${ORIGIN}/`, { dispatcher: agent })).body.text()).trim();
     for (let i = 0; i < 20; i++) await get(); // warm connections to the two ready pods
     expect(fresh.requests).toBe(0);
 
-    const readyAt = performance.now();
     source.update([a.endpoint, b.endpoint, fresh.endpoint]);
-    const buckets: { fresh: number; all: number }[] = [];
-    // Past the window by three seconds, so the bucket checked last (5–6 s) is always complete.
-    const stopAt = readyAt + WINDOW_MS + 3000;
-    let sent = 0;
-    let midRampWeight = 0;
-    const worker = async () => {
-      while (performance.now() < stopAt && sent < 400_000) {
-        sent++;
-        const body = await get();
-        const s = Math.floor((performance.now() - readyAt) / 1000);
-        const bucket = buckets[s] ?? { fresh: 0, all: 0 };
-        buckets[s] = bucket;
-        bucket.all++;
-        if (body === fresh.address) bucket.fresh++;
-        if (s === 2 && midRampWeight === 0) {
-          const e = agent.stats().routes[0]?.endpoints.find((x) => x.address === fresh.address);
-          midRampWeight = e?.slowStartWeight ?? 0;
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: 4 }, worker));
-    const ofFair = buckets.map((x) => (x === undefined || x.all === 0 ? Number.NaN : x.fresh / x.all / (1 / 3)));
-    // Envoy's curve over 4 s (linear, floor 10%): factor 0.1–0.25 in the first second, 1 from 4 s.
+    await waitUntil(() => freshStats(agent, fresh) !== undefined);
+    const ofFair: number[] = [];
+    const weights: number[] = [];
+    for (let second = 0; second < 6; second++) {
+      // The middle of the simulated second: the weight is the ramp's value at second + 0.5.
+      clock.advance(second === 0 ? 500 : 1000);
+      weights.push(freshStats(agent, fresh)?.slowStartWeight ?? 0);
+      let freshHits = 0;
+      const worker = async () => {
+        for (let i = 0; i < PER_SECOND / 4; i++) if ((await get()) === fresh.address) freshHits++;
+      };
+      await Promise.all(Array.from({ length: 4 }, worker));
+      ofFair.push(freshHits / PER_SECOND / (1 / 3));
+    }
+    // Envoy's curve over 4 s (linear, floor 10%): about 0.1–0.25 of the fair share in the
+    // first second, rising, and the full share once the window is over.
     expect(ofFair[0]).toBeLessThanOrEqual(0.5);
     expect(ofFair[2] as number).toBeGreaterThan(ofFair[0] as number);
     expect(ofFair[5] as number).toBeGreaterThanOrEqual(0.75);
-    expect(midRampWeight).toBeGreaterThan(0.4);
-    expect(midRampWeight).toBeLessThan(0.9);
-    const done = agent.stats().routes[0]?.endpoints.find((x) => x.address === fresh.address);
-    expect(done?.slowStartWeight).toBe(1);
+    expect(weights[0]).toBeLessThan(weights[2] as number);
+    expect(weights[2]).toBeGreaterThan(0.4);
+    expect(weights[2]).toBeLessThan(0.9);
+    expect(weights[5]).toBe(1);
   }, 30_000);
 
   test('zone routing keeps requests in the caller’s zone; stats show each zone’s share', async () => {
