@@ -6,7 +6,9 @@
  * map a host and a path prefix to a cluster. Defaults live in `proxy-config.ts`.
  */
 
+import type { JsonSchema } from '../core/options.js';
 import type { FairShareOptions } from '../server/fair-share/fair-share-options.js';
+import { sharedClusterSchema } from './cluster-config-fields.js';
 
 export type ListenerProtocol = 'http' | 'https' | 'tcp';
 
@@ -186,6 +188,17 @@ function strictObject<const P, const R extends readonly string[] | undefined = u
     : ({ type: 'object', additionalProperties: false, required, properties } as const);
 }
 
+/**
+ * The fields of a `clusters[]` entry that are the proxy's own (not `Cluster` options). The
+ * shared ones come from the cluster spec through `cluster-config-fields.ts`.
+ */
+export const proxyOnlyClusterProperties = {
+  protocol: { enum: ['http1', 'h2'] },
+  hostRewrite: nonEmptyString,
+} as const;
+
+const sharedCluster = sharedClusterSchema();
+
 /** The JSON schema every configuration passes before anything starts. */
 export const proxyConfigSchema = {
   $id: 'https://evenlb.dev/schemas/proxy-config.json',
@@ -257,56 +270,10 @@ export const proxyConfigSchema = {
     clusters: {
       type: 'array',
       minItems: 1,
-      items: strictObject(
-        {
-          name: { type: 'string', pattern: NAME },
-          target: { type: 'string', pattern: '^(static|dns|k8s|file):///.+' },
-          policy: nonEmptyString,
-          policyOptions: { type: 'object' },
-          protocol: { enum: ['http1', 'h2'] },
-          tls: strictObject({
-            ca: nonEmptyString,
-            servername: nonEmptyString,
-            rejectUnauthorized: { type: 'boolean' },
-          }),
-          lifetime: strictObject({
-            maxRequestsPerConnection: posInt,
-            maxConnectionAgeMs: posNum,
-            idleTimeoutMs: posNum,
-          }),
-          outlierDetection: { oneOf: [{ type: 'object' }, { const: false }] },
-          retries: strictObject({
-            connectFailures: { type: 'integer', minimum: 0, maximum: 10 },
-            idempotent: { type: 'integer', minimum: 0, maximum: 10 },
-          }),
-          connectTimeoutMs: posInt,
-          requestTimeoutMs: nonNegInt,
-          bodyTimeoutMs: nonNegInt,
-          hostRewrite: nonEmptyString,
-          connectionsPerEndpoint: posInt,
-          slowStartMs: { type: 'number', minimum: 0 },
-          slowStartAggression: posNum,
-          slowStartMinWeightPercent: { type: 'number', minimum: 0, maximum: 100 },
-          herdingGuard: {
-            oneOf: [
-              strictObject({
-                maxShareMultiple: { type: 'number', minimum: 1 },
-                minResponses: posInt,
-                seedLatency: { type: 'boolean' },
-              }),
-              { const: false },
-            ],
-          },
-          zoneRouting: strictObject({
-            zone: nonEmptyString,
-            mode: { enum: ['auto', 'on', 'off'] },
-            loadBand: posNum,
-            probePercent: { type: 'number', minimum: 0, maximum: 50 },
-            maxSpillPercent: { type: 'number', minimum: 0, maximum: 99 },
-          }),
-        },
-        ['name', 'target'],
-      ),
+      items: {
+        ...sharedCluster,
+        properties: { ...(sharedCluster.properties as JsonSchema), ...proxyOnlyClusterProperties },
+      },
     },
     routes: {
       type: 'array',
