@@ -51,6 +51,11 @@ interface Common<T> {
 }
 
 type Result<T, C extends Common<T>> = C extends { default: T } ? T : C extends { optional: true } ? T | undefined : T;
+/**
+ * A custom field's input type: `I` when given, else the checked type. (An indexed access, so
+ * a contextual type such as `Spec` cannot infer `I` as `unknown` through it.)
+ */
+type CustomInput<T, I> = { readonly checked: T; readonly given: I }[[I] extends [never] ? 'checked' : 'given'];
 /** Whether a caller may leave the field out. */
 type Omittable<C> = C extends { default: unknown } ? true : C extends { optional: true } ? true : false;
 
@@ -172,14 +177,14 @@ export const opt = {
    * `expected`. `I` is what callers may pass when it is narrower than what `check` lets
    * through (the owner validates the rest); `c.schema` says what a config file may hold.
    */
-  custom<T, C extends Common<T>, I = T>(
+  custom<T, C extends Common<T>, I = never>(
     expected: string,
     check: (v: unknown) => v is T,
     c: C = {} as C,
-  ): FieldSpec<Result<T, C>, I, Omittable<C>> {
+  ): FieldSpec<Result<T, C>, CustomInput<T, I>, Omittable<C>> {
     return field(expected, check, c) as FieldSpec<Result<T, C>, unknown, Omittable<C>> as FieldSpec<
       Result<T, C>,
-      I,
+      CustomInput<T, I>,
       Omittable<C>
     >;
   },
