@@ -11,7 +11,12 @@
  * fields (`protocol`, `hostRewrite`) are declared in `config-schema.ts`.
  */
 import { readFileSync } from 'node:fs';
-import { clusterOptionsSpec, clusterTlsSpec } from '../cluster/cluster-options.js';
+import {
+  type ClusterOptions,
+  clusterOptionsSpec,
+  clusterTlsSpec,
+  type ParsedClusterOptions,
+} from '../cluster/cluster-options.js';
 import type { JsonSchema, Spec } from '../core/options.js';
 
 /** How the proxy file holds one cluster option. */
@@ -76,6 +81,30 @@ export const proxyClusterFields = {
   zoneRouting: { path: 'zoneRouting' },
   tls: { path: 'tls', nested: { spec: clusterTlsSpec, fields: tlsFields, clientOnly: tlsClientOnly } },
 } as const satisfies { readonly [K in keyof typeof clusterOptionsSpec]?: ProxyField };
+
+type Fields = typeof proxyClusterFields;
+
+/** Shared options a `clusters[]` entry spells as the spec does: same name, top level, nothing the table adds. */
+export type SameNameOption = {
+  [K in keyof Fields]: Fields[K] extends { readonly path: K }
+    ? Exclude<keyof Fields[K], 'path'> extends never
+      ? K
+      : never
+    : never;
+}[keyof Fields];
+
+/** Options the spec always fills (a default, or required). */
+type FilledOption = {
+  [K in keyof ParsedClusterOptions]: undefined extends ParsedClusterOptions[K] ? never : K;
+}[keyof ParsedClusterOptions];
+
+/**
+ * The same-name options as the normalized `ClusterConfig` holds them: the spec's input type
+ * (the file's value, kept as written), required where the spec fills a default. A field added
+ * to the spec and to the table with its own name is in `ClusterConfig` at once.
+ */
+export type SameNameClusterConfig = Readonly<Pick<ClusterOptions, Exclude<SameNameOption, FilledOption>>> &
+  Readonly<Required<Pick<ClusterOptions, SameNameOption & FilledOption>>>;
 
 /** Cluster options a proxy file cannot set, and why. */
 export const CLIENT_ONLY_CLUSTER_OPTIONS = {

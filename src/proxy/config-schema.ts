@@ -8,7 +8,7 @@
 
 import type { JsonSchema } from '../core/options.js';
 import type { FairShareOptions } from '../server/fair-share/fair-share-options.js';
-import { sharedClusterSchema } from './cluster-config-fields.js';
+import { type SameNameClusterConfig, sharedClusterSchema } from './cluster-config-fields.js';
 
 export type ListenerProtocol = 'http' | 'https' | 'tcp';
 
@@ -84,11 +84,16 @@ export interface ClusterTlsConfig {
   readonly rejectUnauthorized: boolean;
 }
 
-export interface ClusterConfig {
+/**
+ * A normalized `clusters[]` entry. The shared fields spelled as `Cluster` options are spelled
+ * (`policy`, `slowStartMs`, `herdingGuard`, ...) come from the cluster spec through
+ * `SameNameClusterConfig`; the ones below are the proxy's own or spelled differently (see the
+ * table in `cluster-config-fields.ts`).
+ */
+export interface ClusterConfig extends SameNameClusterConfig {
   readonly name: string;
   /** Target URI: `static:///`, `dns:///`, `k8s:///`, `file:///`. */
   readonly target: string;
-  readonly policy: string;
   readonly policyOptions?: Record<string, unknown>;
   /** Upstream protocol: `http1` (keep-alive HTTP/1.1 sockets per endpoint) or `h2` (HTTP/2 sessions, gRPC). */
   readonly protocol: 'http1' | 'h2';
@@ -99,8 +104,6 @@ export interface ClusterConfig {
     readonly maxConnectionAgeMs?: number;
     readonly idleTimeoutMs?: number;
   };
-  /** Outlier detection options, passed to the outlier detector; `false` switches it off. */
-  readonly outlierDetection?: Record<string, unknown> | false;
   /**
    * Retries on another endpoint: `connectFailures` after a connection could not be made (every
    * protocol: the cluster's retry policy for HTTP/1.1 and h2, the TCP listener's dial loop),
@@ -115,29 +118,6 @@ export interface ClusterConfig {
   readonly bodyTimeoutMs: number;
   /** Host header sent upstream: the client's (`preserve`, default) or this value. */
   readonly hostRewrite?: string;
-  /**
-   * Upstream connections per endpoint at most (HTTP/1.1 clusters); requests beyond wait for a
-   * free one, in order. Unset = unlimited.
-   */
-  readonly connectionsPerEndpoint?: number;
-  /** Slow start: ramp a newly ready endpoint's weight over this many ms; unset = off. */
-  readonly slowStartMs?: number;
-  /** Slow-start curve (Envoy's aggression); default 1. */
-  readonly slowStartAggression?: number;
-  /** Slow-start weight floor, percent; default 10. */
-  readonly slowStartMinWeightPercent?: number;
-  /** Herding guard options for least-request / peak-ewma, or `false`; default on. */
-  readonly herdingGuard?:
-    | { readonly maxShareMultiple?: number; readonly minResponses?: number; readonly seedLatency?: boolean }
-    | false;
-  /** Load-aware zone routing; the proxy's zone defaults to `EVENLB_ZONE`. */
-  readonly zoneRouting?: {
-    readonly zone?: string;
-    readonly mode?: 'auto' | 'on' | 'off';
-    readonly loadBand?: number;
-    readonly probePercent?: number;
-    readonly maxSpillPercent?: number;
-  };
 }
 
 export interface RouteConfig {
