@@ -16,7 +16,9 @@ import {
   clusterOptionsSpec,
   clusterTlsSpec,
   type ParsedClusterOptions,
+  parseClusterOptions,
 } from '../cluster/cluster-options.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { JsonSchema, Spec } from '../core/options.js';
 
 /** How the proxy file holds one cluster option. */
@@ -241,4 +243,27 @@ export function proxyPathOf(optionPath: string, table: ProxyFieldTable = proxyCl
   if (rest.length === 0) return f.path;
   const tail = f.nested === undefined ? rest.join('.') : proxyPathOf(rest.join('.'), f.nested.fields);
   return `${f.path}.${tail}`;
+}
+
+/**
+ * Checks a normalized `clusters[]` entry with the cluster spec itself — what `new Cluster`
+ * would reject — naming the field as the file spells it: `"clusters[0].retries.idempotent"
+ * must be an integer between 0 and 10; received 11`. The file's schema comes from the same
+ * spec, so this catches what a schema cannot say (custom checks). Files are not read here.
+ */
+export function checkClusterConfig(at: string, config: unknown): void {
+  try {
+    parseClusterOptions(clusterOptionsOf(config, (path) => path));
+  } catch (err) {
+    const option = err instanceof EvenlbError ? (err.details as { field?: unknown } | undefined)?.field : undefined;
+    if (!(err instanceof EvenlbError) || typeof option !== 'string') throw err;
+    const field = `${at}.${proxyPathOf(option)}`;
+    // The option error reads `<component>: option "<path>" must be ...; received ...` or
+    // `<component>: unknown option "<path>"; known options are: ...`: keep what follows the path.
+    const after = err.message.slice(err.message.indexOf(`"${option}"`) + option.length + 2).trim();
+    const message = err.message.includes('unknown option')
+      ? `is not a known field (${after.replace(/^;\s*/, '')})`
+      : after;
+    throw new EvenlbError(ErrorCodes.INVALID_CONFIG, `proxy config: "${field}" ${message}`, { details: { field } });
+  }
 }

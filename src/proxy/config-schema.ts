@@ -3,7 +3,10 @@
  * ajv) that validates a YAML or JSON file once at load and at every reload. Listeners accept
  * traffic (`http`: HTTP/1.1 and h2c prior knowledge on one port; `https`: TLS with ALPN h2 and
  * http/1.1; `tcp`: L4), clusters name a target URI and how to balance and talk to it, routes
- * map a host and a path prefix to a cluster. Defaults live in `proxy-config.ts`.
+ * map a host and a path prefix to a cluster. A cluster's fields that are `Cluster` options are
+ * not declared here: their schema, defaults and mapping come from the cluster spec through the
+ * table in `cluster-config-fields.ts`; only the proxy's own cluster fields are. Other defaults
+ * live in `proxy-config.ts`.
  */
 
 import type { JsonSchema } from '../core/options.js';

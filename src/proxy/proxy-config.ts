@@ -10,12 +10,11 @@ import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { ensureBuiltinPolicies, getPolicy, registeredPolicies } from '../balancing/index.js';
-import { parseClusterOptions } from '../cluster/cluster-options.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
 import { parseOptions } from '../core/options.js';
 import { parseTarget } from '../core/target.js';
 import { fairShareSpec } from '../server/fair-share/fair-share-options.js';
-import { clusterOptionsOf, proxyPathOf, withClusterDefaults } from './cluster-config-fields.js';
+import { checkClusterConfig, withClusterDefaults } from './cluster-config-fields.js';
 import type {
   ClusterConfig,
   ListenerConfig,
@@ -61,24 +60,6 @@ function checkFairShare(field: string, value: ListenerFairShare, protocol: strin
       `${field}.loadPort`,
       'is required: a proxy replica serves the load exchange on its own port (plain HTTP) and asks its peers on it',
     );
-}
-
-/**
- * Checks a normalized cluster with the cluster spec itself (what `new Cluster` would reject),
- * naming the field as the file spells it (`clusters[0].retries.idempotent`).
- */
-function checkClusterOptions(at: string, config: ClusterConfig): void {
-  try {
-    parseClusterOptions(clusterOptionsOf(config, (path) => path));
-  } catch (err) {
-    const option = err instanceof EvenlbError ? (err.details as { field?: unknown } | undefined)?.field : undefined;
-    if (!(err instanceof EvenlbError) || typeof option !== 'string') throw err;
-    const field = `${at}.${proxyPathOf(option)}`;
-    const m = err.message;
-    const after = m.slice(m.indexOf(`"${option}"`) + option.length + 2).trim();
-    const message = m.includes('unknown option') ? `is not a known field (${after.replace(/^;\s*/, '')})` : after;
-    throw new EvenlbError(ErrorCodes.INVALID_CONFIG, `proxy config: "${field}" ${message}`, { details: { field } });
-  }
 }
 
 /** Freezes `value` and every object in it. */
@@ -196,7 +177,7 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
       throw configError(`clusters[${i}].policy`, `must be one of ${policies.join(', ')}`, config.policy);
     }
     if (config.tls?.ca !== undefined) readable(`clusters[${i}].tls.ca`, config.tls.ca);
-    checkClusterOptions(`clusters[${i}]`, config);
+    checkClusterConfig(`clusters[${i}]`, config);
     return config;
   });
   const clusterNames = new Set<string>();

@@ -15,6 +15,7 @@ import type { JsonSchema, Spec } from '../../src/core/options.js';
 import { StaticEndpointSource } from '../../src/discovery/static-endpoint-source.js';
 import {
   CLIENT_ONLY_CLUSTER_OPTIONS,
+  checkClusterConfig,
   clusterOptionsOf,
   type ProxyFieldTable,
   proxyClusterFields,
@@ -215,5 +216,35 @@ describe('the configurations in docs and deploy still validate', () => {
         expect(() => parseClusterOptions(clusterOptionsOf(withClusterDefaults(c), (p) => p))).not.toThrow();
       }
     }
+  });
+});
+
+describe('checkClusterConfig: the cluster spec itself checks a normalized entry', () => {
+  const base = { name: 'web', target: 'static:///127.0.0.1:1' };
+  it.each([
+    {
+      config: { ...base, retries: { idempotent: 11 } },
+      message: 'proxy config: "clusters[2].retries.idempotent" must be an integer between 0 and 10; received 11',
+    },
+    {
+      config: { ...base, requestTimeoutMs: 'soon' },
+      message: 'proxy config: "clusters[2].requestTimeoutMs" must be a finite number >= 0; received "soon"',
+    },
+    {
+      config: { ...base, herdingGuard: { share: 2 } },
+      message: 'proxy config: "clusters[2].herdingGuard.share" is not a known field (known options are:',
+    },
+    {
+      config: { ...base, tls: { rejectUnauthorized: 'no' } },
+      message: 'proxy config: "clusters[2].tls.rejectUnauthorized" must be a boolean; received "no"',
+    },
+  ])('names the file path: $message', ({ config, message }) => {
+    expect(() => checkClusterConfig('clusters[2]', config)).toThrow(
+      expect.objectContaining({ code: 'EVENLB_INVALID_CONFIG', message: expect.stringContaining(message) }),
+    );
+  });
+
+  it('accepts a valid entry, reading no file', () => {
+    expect(() => checkClusterConfig('clusters[0]', { ...base, tls: { ca: '/nonexistent/ca.pem' } })).not.toThrow();
   });
 });
