@@ -10,7 +10,12 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { clusterOptionsSpec, clusterTlsSpec, parseClusterOptions } from '../../src/cluster/cluster-options.js';
+import {
+  type ClusterOptions,
+  clusterOptionsSpec,
+  clusterTlsSpec,
+  parseClusterOptions,
+} from '../../src/cluster/cluster-options.js';
 import type { JsonSchema, Spec } from '../../src/core/options.js';
 import { StaticEndpointSource } from '../../src/discovery/static-endpoint-source.js';
 import {
@@ -22,7 +27,12 @@ import {
   proxyPathOf,
   withClusterDefaults,
 } from '../../src/proxy/cluster-config-fields.js';
-import { type ClusterConfig, proxyConfigSchema, proxyOnlyClusterProperties } from '../../src/proxy/config-schema.js';
+import {
+  type ClusterConfig,
+  type ClusterTlsConfig,
+  proxyConfigSchema,
+  proxyOnlyClusterProperties,
+} from '../../src/proxy/config-schema.js';
 import { ProxyCluster } from '../../src/proxy/proxy-cluster.js';
 import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
 import { repoRoot } from '../support/run-cli.js';
@@ -79,6 +89,19 @@ describe('proxy cluster fields: one declaration', () => {
     type Head<P> = P extends `${infer H}.${string}` ? H : P;
     type Paths = (typeof proxyClusterFields)[keyof typeof proxyClusterFields]['path'];
     expectTypeOf<keyof ClusterConfig>().toEqualTypeOf<Head<Paths> | keyof typeof proxyOnlyClusterProperties>();
+    // The renamed, nested fields: the same keys as the table's paths, the spec's value types.
+    type Under<P, H extends string> = P extends `${H}.${infer R}` ? R : never;
+    type Lifetime = NonNullable<ClusterConfig['lifetime']>;
+    expectTypeOf<keyof Lifetime>().toEqualTypeOf<Under<Paths, 'lifetime'>>();
+    expectTypeOf<keyof ClusterConfig['retries']>().toEqualTypeOf<Under<Paths, 'retries'>>();
+    expectTypeOf<keyof ClusterTlsConfig>().toEqualTypeOf<keyof typeof proxyClusterFields.tls.nested.fields>();
+    expectTypeOf<Lifetime['maxConnectionAgeMs']>().toEqualTypeOf<ClusterOptions['maxConnectionAgeMs']>();
+    expectTypeOf<Lifetime['maxRequestsPerConnection']>().toEqualTypeOf<ClusterOptions['maxRequestsPerConnection']>();
+    expectTypeOf<Lifetime['idleTimeoutMs']>().toEqualTypeOf<ClusterOptions['idleTimeoutMs']>();
+    expectTypeOf<ClusterConfig['retries']['idempotent']>().toEqualTypeOf<
+      NonNullable<ClusterOptions['retryIdempotent']>
+    >();
+    expectTypeOf<ClusterConfig['requestTimeoutMs']>().toEqualTypeOf<NonNullable<ClusterOptions['headersTimeoutMs']>>();
   });
 
   it('maps proxy paths back for messages', () => {
