@@ -3,7 +3,9 @@
  * (type, bounds, default); `parseOptions` validates the caller's object against it, fills
  * defaults with `??` semantics (a valid 0 or "" is kept), rejects unknown keys and returns a
  * frozen, fully typed object. Errors name the component, the field, what was expected and
- * what was received.
+ * what was received. The spec is the only declaration: `Input<S>` is the type callers pass
+ * (the TSDoc of a spec entry documents the field), `Parsed<S>` the parsed one, and
+ * `specSchema(S)` / `FieldSpec.schema` the JSON schema a configuration file is validated with.
  *
  * @example
  * const spec = { maxRequests: opt.int({ min: 1, optional: true }), policy: opt.string({ default: 'least-request' }) };
