@@ -5,9 +5,12 @@
  * defaults and per route, so one spec validates all three places.
  */
 import type { BalancerOptions } from '../balancing/balancer.js';
+import { outlierDetectionSpec } from '../balancing/outlier-detector.js';
+import { herdingGuardSpec } from '../balancing/shaping/herding-guard.js';
+import { zoneRoutingSpec } from '../balancing/shaping/zone-preference.js';
 import { type Clock, isClock } from '../core/clock.js';
 import type { FeatureGates } from '../core/feature-gates.js';
-import { opt, type Parsed, parseOptions } from '../core/options.js';
+import { type Input, opt, type Parsed, parseOptions } from '../core/options.js';
 import type { Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
@@ -52,19 +55,16 @@ export const clusterSettingsSpec = {
   slowStartAggression: opt.number({ min: 0, exclusiveMin: true, optional: true }),
   /** Slow-start weight floor, percent of the endpoint's weight; default 10. */
   slowStartMinWeightPercent: opt.number({ min: 0, max: 100, optional: true }),
-  /** Herding guard for least-request / peak-ewma (`maxShareMultiple`, `minResponses`, `seedLatency`), or `false`; default on. */
-  herdingGuard: opt.custom<Record<string, unknown> | false, { optional: true }>(
-    'false or an object of herding guard options',
-    (v): v is Record<string, unknown> | false => v === false || isObject(v),
-    { optional: true },
-  ),
   /**
-   * Load-aware zone routing (`zone`, `mode`, `loadBand`, `probePercent`, `maxSpillPercent`). The
-   * caller's zone defaults to the `EVENLB_ZONE` environment variable.
+   * Herding guard for least-request / peak-ewma (`maxShareMultiple`, `minResponses`, `seedLatency`;
+   * `herdingGuardSpec`), or `false`; default on.
    */
-  zoneRouting: opt.custom<Record<string, unknown>, { optional: true }>('an object of zone routing options', isObject, {
-    optional: true,
-  }),
+  herdingGuard: opt.object(herdingGuardSpec, { optional: true, orFalse: true }),
+  /**
+   * Load-aware zone routing (`zone`, `mode`, `loadBand`, `probePercent`, `maxSpillPercent`;
+   * `zoneRoutingSpec`). The caller's zone defaults to the `EVENLB_ZONE` environment variable.
+   */
+  zoneRouting: opt.object(zoneRoutingSpec, { optional: true }),
   /** Requests per connection before it is retired (exactly); unset = unlimited. */
   maxRequestsPerConnection: opt.int({ min: 1, optional: true }),
   /** Connection age limit in ms, jittered by `ageJitter`; unset = unlimited. */
@@ -81,12 +81,8 @@ export const clusterSettingsSpec = {
   headersTimeoutMs: opt.number({ min: 0, optional: true }),
   /** undici `bodyTimeout` in ms; default undici's (300 s). */
   bodyTimeoutMs: opt.number({ min: 0, optional: true }),
-  /** Passive outlier detection options, or `false` to turn it off; default on with defaults. */
-  outlierDetection: opt.custom<Record<string, unknown> | false, { optional: true }>(
-    'false or an object of outlier detection options',
-    (v): v is Record<string, unknown> | false => v === false || isObject(v),
-    { optional: true },
-  ),
+  /** Passive outlier detection options (`outlierDetectionSpec`), or `false` to turn it off; default on with defaults. */
+  outlierDetection: opt.object(outlierDetectionSpec, { optional: true, orFalse: true }),
   /**
    * Extra attempts for idempotent requests (GET, HEAD, OPTIONS, PUT, DELETE, TRACE) with a
    * replayable body after a transport error or a `retryOn` status, each on another endpoint;
@@ -115,7 +111,11 @@ export const clusterSettingsSpec = {
   /** Sliding window for per-endpoint request counts and imbalance figures (ms); default 60 s. */
   statsWindowMs: opt.number({ min: 10, default: 60_000 }),
   /** Feature gates (`RoundTripLoadBalancing=false` selects the legacy host-keyed pool). */
-  featureGates: opt.custom<string | Record<string, unknown> | FeatureGates, { optional: true }>(
+  featureGates: opt.custom<
+    string | Record<string, unknown> | FeatureGates,
+    { optional: true },
+    string | Record<string, boolean> | FeatureGates
+  >(
     'a feature gate string "Name=true,..." or an object',
     (v): v is string | Record<string, unknown> | FeatureGates => typeof v === 'string' || isObject(v),
     { optional: true },
@@ -154,10 +154,13 @@ export const isEndpointSource = isSource;
 
 /** Options only a whole cluster (not a route override) takes. */
 export const clusterOnlySpec = {
+  /** Time source for timers, ages and windows; default the system clock (tests pass a `ManualClock`). */
   clock: opt.custom<Clock, { optional: true }>('a Clock', isClock, { optional: true }),
+  /** Randomness for picks and jitter; default an unseeded `Random` (tests pass a seeded one). */
   random: opt.custom<Random, { optional: true }>('a Random', isRandom, { optional: true }),
   /** Options for endpoint sources created from target URIs (dns/file/k8s tuning). */
   sourceOptions: opt.custom<Record<string, unknown>, { optional: true }>('an object', isObject, { optional: true }),
+  /** Callbacks as requests end and connections come and go (metrics hook in here). */
   observer: opt.custom<ClusterObserver, { optional: true }>('an object of observer callbacks', isObject, {
     optional: true,
   }),
@@ -177,64 +180,17 @@ export const clusterOptionsSpec = {
   ...clusterOnlySpec,
 };
 
-export type ParsedClusterOptions = Parsed<typeof clusterOptionsSpec>;
+/** Cluster options as parsed: frozen, every default filled in. */
+export interface ParsedClusterOptions extends Parsed<typeof clusterOptionsSpec> {}
 
-/** Input accepted by `new Cluster(...)`; see `clusterOptionsSpec` for each field's meaning and default. */
-export type ClusterOptions = {
-  name: string;
-  target: string | EndpointSource;
-  authority?: string;
-  policy?: string;
-  policyOptions?: unknown;
-  slowStartMs?: number;
-  slowStartAggression?: number;
-  slowStartMinWeightPercent?: number;
-  herdingGuard?: { maxShareMultiple?: number; minResponses?: number; seedLatency?: boolean } | false;
-  zoneRouting?: {
-    zone?: string;
-    mode?: 'auto' | 'on' | 'off';
-    loadBand?: number;
-    probePercent?: number;
-    maxSpillPercent?: number;
-  };
-  maxRequestsPerConnection?: number;
-  maxConnectionAgeMs?: number;
-  ageJitter?: number;
-  idleTimeoutMs?: number;
-  connectionsPerEndpoint?: number;
-  connectTimeoutMs?: number;
-  headersTimeoutMs?: number;
-  bodyTimeoutMs?: number;
-  outlierDetection?:
-    | { consecutiveFailures?: number; baseEjectionMs?: number; maxEjectionMs?: number; maxEjectionPercent?: number }
-    | false;
-  retryIdempotent?: number;
-  retryConnectFailures?: number;
-  retryOn?: readonly number[];
-  tls?: {
-    ca?: PemInput;
-    cert?: PemInput;
-    key?: PemInput;
-    servername?: string;
-    rejectUnauthorized?: boolean;
-  };
-  allowH2?: boolean;
-  h2c?: boolean;
-  maxConcurrentStreams?: number;
-  discoveryTimeoutMs?: number;
-  statsWindowMs?: number;
-  featureGates?: string | Record<string, boolean> | FeatureGates;
-  clock?: Clock;
-  random?: Random;
-  sourceOptions?: Record<string, unknown>;
-  observer?: ClusterObserver;
-};
+/**
+ * Input accepted by `new Cluster(...)`, derived from `clusterOptionsSpec` (each field's meaning
+ * and default is the TSDoc of its spec entry).
+ */
+export interface ClusterOptions extends Input<typeof clusterOptionsSpec> {}
 
-/** The settings part of `ClusterOptions` (agent defaults and per-route overrides). */
-export type ClusterSettings = Omit<
-  ClusterOptions,
-  'name' | 'target' | 'authority' | 'clock' | 'random' | 'sourceOptions' | 'observer'
->;
+/** The settings part of `ClusterOptions` (agent defaults and per-route overrides), from `clusterSettingsSpec`. */
+export interface ClusterSettings extends Input<typeof clusterSettingsSpec> {}
 
 /**
  * The Balancer options of a cluster's settings (policy, its options, slow start, herding guard,

@@ -1,6 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { Ajv } from 'ajv';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { ErrorCodes } from './errors.js';
-import { opt, optionError, parseOptions } from './options.js';
+import { type Input, opt, optionError, type Parsed, parseOptions, specSchema } from './options.js';
 
 const spec = {
   maxRequests: opt.int({ min: 1, optional: true }),
@@ -113,5 +114,113 @@ describe('parseOptions', () => {
     const err = optionError('Thing', 'a.b', 'a number', 'x');
     expect(err.details).toEqual({ component: 'Thing', field: 'a.b', expected: 'a number' });
     expect(err.code).toBe(ErrorCodes.INVALID_OPTION);
+  });
+});
+
+describe("Input<S>: the caller's type, derived from the spec", () => {
+  it('makes fields with a default or optional: true optional, the rest required', () => {
+    type I = Input<typeof spec>;
+    expectTypeOf<I>().toEqualTypeOf<{
+      required: string;
+      maxRequests?: number;
+      retries?: number;
+      ratio?: number;
+      timeoutMs?: number;
+      name?: string;
+      label?: string;
+      enabled?: boolean;
+      mode?: 'fast' | 'safe';
+      nested?: { depth?: number };
+      maybe?: { depth?: number };
+      even?: number;
+    }>();
+    // The parsed type is unchanged: defaults filled, optional fields possibly undefined.
+    expectTypeOf<Parsed<typeof spec>['retries']>().toEqualTypeOf<number>();
+    expectTypeOf<Parsed<typeof spec>['maxRequests']>().toEqualTypeOf<number | undefined>();
+  });
+
+  it('takes a narrower input type for a custom field, and false for an object with orFalse', () => {
+    const s = {
+      gates: opt.custom<string | Record<string, unknown>, { optional: true }, string | Record<string, boolean>>(
+        'gates',
+        (v): v is string | Record<string, unknown> => typeof v === 'string' || typeof v === 'object',
+        { optional: true },
+      ),
+      guard: opt.object({ share: opt.number({ min: 1, default: 1.5 }) }, { optional: true, orFalse: true }),
+    };
+    expectTypeOf<Input<typeof s>>().toEqualTypeOf<{
+      gates?: string | Record<string, boolean>;
+      guard?: { share?: number } | false;
+    }>();
+    expect(parseOptions('Thing', { guard: false }, s).guard).toBe(false);
+    expect(parseOptions('Thing', { guard: {} }, s).guard).toEqual({ share: 1.5 });
+    expect(parseOptions('Thing', {}, s).guard).toBeUndefined();
+    expect(() => parseOptions('Thing', { guard: true }, s)).toThrow(
+      'Thing: option "guard" must be false or an object; received true',
+    );
+    expect(() => parseOptions('Thing', { guard: { share: 0 } }, s)).toThrow('option "guard.share" must be');
+  });
+});
+
+describe('specSchema: the JSON schema of a spec, for configuration files', () => {
+  const ajv = new Ajv({ strict: true, allowUnionTypes: true });
+  const schemaSpec = {
+    count: opt.int({ min: 1, max: 10, optional: true }),
+    ratio: opt.number({ min: 0, exclusiveMin: true, max: 1, optional: true }),
+    floor: opt.number({ min: 0, default: 0 }),
+    on: opt.boolean({ default: true }),
+    label: opt.string({ nonEmpty: true, optional: true }),
+    mode: opt.oneOf(['a', 'b'] as const, { default: 'a' }),
+    name: opt.string(),
+    guard: opt.object({ share: opt.number({ min: 1, default: 1.5 }) }, { optional: true, orFalse: true }),
+  };
+  const validate = ajv.compile(specSchema(schemaSpec));
+  const parses = (input: Record<string, unknown>): boolean => {
+    try {
+      parseOptions('Thing', input, schemaSpec);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('lists required fields and rejects unknown keys', () => {
+    expect(specSchema(schemaSpec)).toMatchObject({ type: 'object', additionalProperties: false, required: ['name'] });
+  });
+
+  const cases: Record<string, unknown>[] = [
+    {},
+    { count: 1 },
+    { count: 0 },
+    { count: 10 },
+    { count: 11 },
+    { count: 1.5 },
+    { ratio: 0 },
+    { ratio: 0.5 },
+    { ratio: 1 },
+    { ratio: 1.01 },
+    { floor: 0 },
+    { floor: -1 },
+    { on: false },
+    { on: 'yes' },
+    { label: '' },
+    { label: 'x' },
+    { mode: 'b' },
+    { mode: 'c' },
+    { guard: false },
+    { guard: true },
+    { guard: {} },
+    { guard: { share: 0.5 } },
+    { guard: { share: 2, other: 1 } },
+    { extra: 1 },
+  ];
+  it.each(cases)('accepts exactly what the parser accepts: %o', (fields) => {
+    const input = { name: 'n', ...fields };
+    expect(validate(input)).toBe(parses(input));
+  });
+
+  it('rejects a missing required field like the parser', () => {
+    expect(validate({})).toBe(false);
+    expect(parses({})).toBe(false);
   });
 });

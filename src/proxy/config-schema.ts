@@ -3,10 +3,15 @@
  * ajv) that validates a YAML or JSON file once at load and at every reload. Listeners accept
  * traffic (`http`: HTTP/1.1 and h2c prior knowledge on one port; `https`: TLS with ALPN h2 and
  * http/1.1; `tcp`: L4), clusters name a target URI and how to balance and talk to it, routes
- * map a host and a path prefix to a cluster. Defaults live in `proxy-config.ts`.
+ * map a host and a path prefix to a cluster. A cluster's fields that are `Cluster` options are
+ * not declared here: their schema, defaults and mapping come from the cluster spec through the
+ * table in `cluster-config-fields.ts`; only the proxy's own cluster fields are. Other defaults
+ * live in `proxy-config.ts`.
  */
 
+import type { JsonSchema } from '../core/options.js';
 import type { FairShareOptions } from '../server/fair-share/fair-share-options.js';
+import { type SameNameClusterConfig, sharedClusterSchema } from './cluster-config-fields.js';
 
 export type ListenerProtocol = 'http' | 'https' | 'tcp';
 
@@ -82,11 +87,16 @@ export interface ClusterTlsConfig {
   readonly rejectUnauthorized: boolean;
 }
 
-export interface ClusterConfig {
+/**
+ * A normalized `clusters[]` entry. The shared fields spelled as `Cluster` options are spelled
+ * (`policy`, `slowStartMs`, `herdingGuard`, ...) come from the cluster spec through
+ * `SameNameClusterConfig`; the ones below are the proxy's own or spelled differently (see the
+ * table in `cluster-config-fields.ts`).
+ */
+export interface ClusterConfig extends SameNameClusterConfig {
   readonly name: string;
   /** Target URI: `static:///`, `dns:///`, `k8s:///`, `file:///`. */
   readonly target: string;
-  readonly policy: string;
   readonly policyOptions?: Record<string, unknown>;
   /** Upstream protocol: `http1` (keep-alive HTTP/1.1 sockets per endpoint) or `h2` (HTTP/2 sessions, gRPC). */
   readonly protocol: 'http1' | 'h2';
@@ -97,8 +107,6 @@ export interface ClusterConfig {
     readonly maxConnectionAgeMs?: number;
     readonly idleTimeoutMs?: number;
   };
-  /** Outlier detection options, passed to the outlier detector; `false` switches it off. */
-  readonly outlierDetection?: Record<string, unknown> | false;
   /**
    * Retries on another endpoint: `connectFailures` after a connection could not be made (every
    * protocol: the cluster's retry policy for HTTP/1.1 and h2, the TCP listener's dial loop),
@@ -113,29 +121,6 @@ export interface ClusterConfig {
   readonly bodyTimeoutMs: number;
   /** Host header sent upstream: the client's (`preserve`, default) or this value. */
   readonly hostRewrite?: string;
-  /**
-   * Upstream connections per endpoint at most (HTTP/1.1 clusters); requests beyond wait for a
-   * free one, in order. Unset = unlimited.
-   */
-  readonly connectionsPerEndpoint?: number;
-  /** Slow start: ramp a newly ready endpoint's weight over this many ms; unset = off. */
-  readonly slowStartMs?: number;
-  /** Slow-start curve (Envoy's aggression); default 1. */
-  readonly slowStartAggression?: number;
-  /** Slow-start weight floor, percent; default 10. */
-  readonly slowStartMinWeightPercent?: number;
-  /** Herding guard options for least-request / peak-ewma, or `false`; default on. */
-  readonly herdingGuard?:
-    | { readonly maxShareMultiple?: number; readonly minResponses?: number; readonly seedLatency?: boolean }
-    | false;
-  /** Load-aware zone routing; the proxy's zone defaults to `EVENLB_ZONE`. */
-  readonly zoneRouting?: {
-    readonly zone?: string;
-    readonly mode?: 'auto' | 'on' | 'off';
-    readonly loadBand?: number;
-    readonly probePercent?: number;
-    readonly maxSpillPercent?: number;
-  };
 }
 
 export interface RouteConfig {
@@ -185,6 +170,17 @@ function strictObject<const P, const R extends readonly string[] | undefined = u
     ? ({ type: 'object', additionalProperties: false, properties } as const)
     : ({ type: 'object', additionalProperties: false, required, properties } as const);
 }
+
+/**
+ * The fields of a `clusters[]` entry that are the proxy's own (not `Cluster` options). The
+ * shared ones come from the cluster spec through `cluster-config-fields.ts`.
+ */
+export const proxyOnlyClusterProperties = {
+  protocol: { enum: ['http1', 'h2'] },
+  hostRewrite: nonEmptyString,
+} as const;
+
+const sharedCluster = sharedClusterSchema();
 
 /** The JSON schema every configuration passes before anything starts. */
 export const proxyConfigSchema = {
@@ -257,56 +253,10 @@ export const proxyConfigSchema = {
     clusters: {
       type: 'array',
       minItems: 1,
-      items: strictObject(
-        {
-          name: { type: 'string', pattern: NAME },
-          target: { type: 'string', pattern: '^(static|dns|k8s|file):///.+' },
-          policy: nonEmptyString,
-          policyOptions: { type: 'object' },
-          protocol: { enum: ['http1', 'h2'] },
-          tls: strictObject({
-            ca: nonEmptyString,
-            servername: nonEmptyString,
-            rejectUnauthorized: { type: 'boolean' },
-          }),
-          lifetime: strictObject({
-            maxRequestsPerConnection: posInt,
-            maxConnectionAgeMs: posNum,
-            idleTimeoutMs: posNum,
-          }),
-          outlierDetection: { oneOf: [{ type: 'object' }, { const: false }] },
-          retries: strictObject({
-            connectFailures: { type: 'integer', minimum: 0, maximum: 10 },
-            idempotent: { type: 'integer', minimum: 0, maximum: 10 },
-          }),
-          connectTimeoutMs: posInt,
-          requestTimeoutMs: nonNegInt,
-          bodyTimeoutMs: nonNegInt,
-          hostRewrite: nonEmptyString,
-          connectionsPerEndpoint: posInt,
-          slowStartMs: { type: 'number', minimum: 0 },
-          slowStartAggression: posNum,
-          slowStartMinWeightPercent: { type: 'number', minimum: 0, maximum: 100 },
-          herdingGuard: {
-            oneOf: [
-              strictObject({
-                maxShareMultiple: { type: 'number', minimum: 1 },
-                minResponses: posInt,
-                seedLatency: { type: 'boolean' },
-              }),
-              { const: false },
-            ],
-          },
-          zoneRouting: strictObject({
-            zone: nonEmptyString,
-            mode: { enum: ['auto', 'on', 'off'] },
-            loadBand: posNum,
-            probePercent: { type: 'number', minimum: 0, maximum: 50 },
-            maxSpillPercent: { type: 'number', minimum: 0, maximum: 99 },
-          }),
-        },
-        ['name', 'target'],
-      ),
+      items: {
+        ...sharedCluster,
+        properties: { ...(sharedCluster.properties as JsonSchema), ...proxyOnlyClusterProperties },
+      },
     },
     routes: {
       type: 'array',

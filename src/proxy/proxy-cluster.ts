@@ -13,9 +13,8 @@
  *
  * It also answers "why can nothing be picked" for 503 replies.
  */
-import { readFileSync } from 'node:fs';
 import { Cluster } from '../cluster/cluster.js';
-import type { ClusterObserver } from '../cluster/cluster-options.js';
+import type { ClusterObserver, ClusterOptions } from '../cluster/cluster-options.js';
 import type { ClusterStats } from '../cluster/cluster-stats.js';
 import type { Clock } from '../core/clock.js';
 import { systemClock } from '../core/clock.js';
@@ -25,6 +24,7 @@ import { createRandom, type Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { H2SessionPool } from '../pool/h2-session-pool.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
+import { clusterOptionsOf } from './cluster-config-fields.js';
 import type { ClusterConfig } from './config-schema.js';
 import { ForwardedRequest, type ForwardRequest, type ForwardTarget } from './http1/forwarded-request.js';
 import { Http1Upstream } from './http1/upstream-pool.js';
@@ -61,7 +61,10 @@ export class ProxyCluster {
     const clock = options.clock ?? systemClock;
     this.clock = clock;
     const random = options.random ?? createRandom();
-    const ca = config.tls?.ca === undefined ? undefined : readFileSync(config.tls.ca);
+    // The shared fields, mapped once through the table (a CA file path becomes its PEM here).
+    const shared = clusterOptionsOf(config) as Partial<ClusterOptions>;
+    // What the transports' own TLS sockets need (the file's tls, defaults filled, CA read).
+    const ca = shared.tls?.ca as Buffer | undefined;
     const tls =
       config.tls === undefined
         ? undefined
@@ -73,30 +76,9 @@ export class ProxyCluster {
     const h2 = config.protocol === 'h2';
     const lifetime = config.lifetime ?? {};
     this.cluster = new Cluster({
+      ...shared,
       name: config.name,
       target: options.source ?? config.target,
-      policy: config.policy,
-      ...(config.policyOptions === undefined ? {} : { policyOptions: config.policyOptions }),
-      ...(lifetime.maxRequestsPerConnection === undefined
-        ? {}
-        : { maxRequestsPerConnection: lifetime.maxRequestsPerConnection }),
-      ...(lifetime.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: lifetime.maxConnectionAgeMs }),
-      ...(lifetime.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: lifetime.idleTimeoutMs }),
-      connectTimeoutMs: config.connectTimeoutMs,
-      ...(config.connectionsPerEndpoint === undefined ? {} : { connectionsPerEndpoint: config.connectionsPerEndpoint }),
-      headersTimeoutMs: config.requestTimeoutMs,
-      bodyTimeoutMs: config.bodyTimeoutMs,
-      retryIdempotent: config.retries.idempotent,
-      retryConnectFailures: config.retries.connectFailures,
-      ...(config.slowStartMs === undefined ? {} : { slowStartMs: config.slowStartMs }),
-      ...(config.slowStartAggression === undefined ? {} : { slowStartAggression: config.slowStartAggression }),
-      ...(config.slowStartMinWeightPercent === undefined
-        ? {}
-        : { slowStartMinWeightPercent: config.slowStartMinWeightPercent }),
-      ...(config.herdingGuard === undefined ? {} : { herdingGuard: config.herdingGuard }),
-      ...(config.zoneRouting === undefined ? {} : { zoneRouting: config.zoneRouting }),
-      outlierDetection: config.outlierDetection ?? {},
-      ...(tls === undefined ? {} : { tls }),
       clock,
       random,
       ...(options.observer === undefined ? {} : { observer: options.observer }),

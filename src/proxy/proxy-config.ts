@@ -14,6 +14,7 @@ import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
 import { parseOptions } from '../core/options.js';
 import { parseTarget } from '../core/target.js';
 import { fairShareSpec } from '../server/fair-share/fair-share-options.js';
+import { checkClusterConfig, withClusterDefaults } from './cluster-config-fields.js';
 import type {
   ClusterConfig,
   ListenerConfig,
@@ -59,6 +60,15 @@ function checkFairShare(field: string, value: ListenerFairShare, protocol: strin
       `${field}.loadPort`,
       'is required: a proxy replica serves the load exchange on its own port (plain HTTP) and asks its peers on it',
     );
+}
+
+/** Freezes `value` and every object in it. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 function configError(field: string, message: string, received?: unknown): EvenlbError {
@@ -121,11 +131,7 @@ interface RawConfig {
   imbalanceWindowMs?: number;
   drainTimeoutMs?: number;
   listeners: (Partial<Omit<ListenerConfig, 'limits'>> & { address: string; limits?: Partial<ListenerLimits> })[];
-  clusters: (Partial<ClusterConfig> & {
-    name: string;
-    target: string;
-    retries?: { connectFailures?: number; idempotent?: number };
-  })[];
+  clusters: (Record<string, unknown> & { name: string; target: string; protocol?: ClusterConfig['protocol'] })[];
   routes?: (Partial<RouteConfig> & { cluster: string })[];
 }
 
@@ -165,37 +171,14 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
     } catch (err) {
       throw configError(`clusters[${i}].target`, `is not a valid target URI: ${(err as Error).message}`);
     }
-    const policy = c.policy ?? 'least-request';
-    if (!policies.includes(policy)) {
-      throw configError(`clusters[${i}].policy`, `must be one of ${policies.join(', ')}`, policy);
+    // Shared fields get their defaults through the one table (cluster-config-fields.ts).
+    const config = deepFreeze({ ...withClusterDefaults(c), protocol: c.protocol ?? 'http1' }) as ClusterConfig;
+    if (!policies.includes(config.policy)) {
+      throw configError(`clusters[${i}].policy`, `must be one of ${policies.join(', ')}`, config.policy);
     }
-    if (c.tls?.ca !== undefined) readable(`clusters[${i}].tls.ca`, c.tls.ca);
-    return Object.freeze({
-      name: c.name,
-      target: c.target,
-      policy,
-      ...(c.policyOptions === undefined ? {} : { policyOptions: c.policyOptions }),
-      protocol: c.protocol ?? 'http1',
-      ...(c.tls === undefined
-        ? {}
-        : { tls: Object.freeze({ ...c.tls, rejectUnauthorized: c.tls.rejectUnauthorized ?? true }) }),
-      ...(c.lifetime === undefined ? {} : { lifetime: Object.freeze({ ...c.lifetime }) }),
-      ...(c.outlierDetection === undefined ? {} : { outlierDetection: c.outlierDetection }),
-      retries: Object.freeze({
-        connectFailures: c.retries?.connectFailures ?? 2,
-        idempotent: c.retries?.idempotent ?? 1,
-      }),
-      connectTimeoutMs: c.connectTimeoutMs ?? 5_000,
-      requestTimeoutMs: c.requestTimeoutMs ?? 300_000,
-      bodyTimeoutMs: c.bodyTimeoutMs ?? 300_000,
-      ...(c.hostRewrite === undefined ? {} : { hostRewrite: c.hostRewrite }),
-      ...(c.connectionsPerEndpoint === undefined ? {} : { connectionsPerEndpoint: c.connectionsPerEndpoint }),
-      ...(c.slowStartMs === undefined ? {} : { slowStartMs: c.slowStartMs }),
-      ...(c.slowStartAggression === undefined ? {} : { slowStartAggression: c.slowStartAggression }),
-      ...(c.slowStartMinWeightPercent === undefined ? {} : { slowStartMinWeightPercent: c.slowStartMinWeightPercent }),
-      ...(c.herdingGuard === undefined ? {} : { herdingGuard: c.herdingGuard }),
-      ...(c.zoneRouting === undefined ? {} : { zoneRouting: Object.freeze({ ...c.zoneRouting }) }),
-    });
+    if (config.tls?.ca !== undefined) readable(`clusters[${i}].tls.ca`, config.tls.ca);
+    checkClusterConfig(`clusters[${i}]`, config);
+    return config;
   });
   const clusterNames = new Set<string>();
   clusters.forEach((c, i) => {

@@ -7,15 +7,10 @@
  */
 import { Registry } from 'prom-client';
 import { type Clock, isClock, systemClock } from '../core/clock.js';
-import { opt, type Parsed, parseOptions } from '../core/options.js';
+import { type Input, opt, type Parsed, parseOptions } from '../core/options.js';
 import { createRandom, type Random } from '../core/random.js';
 import { LifetimePolicy, lifetimeOptionsSpec } from '../pool/lifetime-policy.js';
-import {
-  type FairShareOptions,
-  type FairShareSettings,
-  fairShareSettings,
-  fairShareSpec,
-} from './fair-share/fair-share-options.js';
+import { type FairShareSettings, fairShareSettings, fairShareSpec } from './fair-share/fair-share-options.js';
 
 const COMPONENT = 'recycleConnections';
 
@@ -43,8 +38,11 @@ export const recyclerOptionsSpec = {
    * `Connection: close`. Default 250 ms. HTTP/2 uses GOAWAY instead.
    */
   idleCloseDelayMs: opt.number({ min: 0, default: 250 }),
+  /** Time source for ages, grace and idle timers; default the system clock (tests pass a `ManualClock`). */
   clock: opt.custom('a Clock (an object with now() and setTimeout())', isClock, { default: systemClock }),
+  /** Randomness for age jitter and shedding; default an unseeded `Random`. */
   random: opt.custom('a Random (an object with next())', isRandom, { optional: true }),
+  /** Record `evenlb_server_*` metrics on this prom-client registry. */
   metrics: opt.object({ registry: opt.custom('a prom-client Registry', isRegistry) }, { optional: true }),
   /**
    * Fair-share shedding: close connections only while this server's load is above the fleet
@@ -54,27 +52,8 @@ export const recyclerOptionsSpec = {
   fairShare: opt.object(fairShareSpec, { optional: true }),
 };
 
-/** What `recycleConnections` accepts. */
-export interface RecyclerOptions {
-  /** Requests (HTTP/2: streams) a connection serves before it closes; unset = unlimited. */
-  readonly maxRequestsPerConnection?: number;
-  /** Age after which a connection closes, jittered per connection by `ageJitter`. */
-  readonly maxConnectionAgeMs?: number;
-  /** Jitter fraction for `maxConnectionAgeMs`, 0..0.5; default 0.1 (±10%). */
-  readonly ageJitter?: number;
-  /** Idle time after which a connection closes; unset = never (Node's `keepAliveTimeout` still applies). */
-  readonly idleTimeoutMs?: number;
-  /** Time a retiring connection's in-flight requests get before it is destroyed; unset = unlimited. */
-  readonly graceMs?: number;
-  /** How long a retiring idle HTTP/1 connection must have been idle before it is closed (default 250). */
-  readonly idleCloseDelayMs?: number;
-  readonly clock?: Clock;
-  readonly random?: Random;
-  /** Record `evenlb_server_*` metrics on this prom-client registry. */
-  readonly metrics?: { readonly registry: Registry };
-  /** Shed load only where this server is above its fair share (see docs/recycler.md). */
-  readonly fairShare?: FairShareOptions;
-}
+/** What `recycleConnections` accepts, derived from `recyclerOptionsSpec` (each field's TSDoc is on its spec entry). */
+export interface RecyclerOptions extends Readonly<Input<typeof recyclerOptionsSpec>> {}
 
 export type ParsedRecyclerOptions = Parsed<typeof recyclerOptionsSpec>;
 

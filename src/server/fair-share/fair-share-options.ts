@@ -11,7 +11,7 @@ import {
   type ResolvedFairShareDecision,
   resolveFairShareDecision,
 } from '../../balancing/fair-share/fair-share-options.js';
-import { opt, type Parsed } from '../../core/options.js';
+import { type Input, opt, type Parsed } from '../../core/options.js';
 import type { EndpointSourceOptions } from '../../discovery/create-endpoint-source.js';
 import type { EndpointSource } from '../../discovery/endpoint-source.js';
 
@@ -59,9 +59,11 @@ export const fairShareSpec = {
   loadPort: opt.int({ min: 1, max: 65535, optional: true }),
   /** Address the `loadPort` server binds; default all interfaces. */
   loadHost: opt.string({ nonEmpty: true, optional: true }),
+  /** The path the load exchange is served and asked on; default `DEFAULT_LOAD_PATH`. */
   loadPath: opt.string({ nonEmpty: true, default: DEFAULT_LOAD_PATH }),
   /** A peer that has not answered within this long counts as not answering. Default 500 ms. */
   peerTimeoutMs: opt.number({ min: 1, default: 500 }),
+  /** Where warnings go (pino-compatible `warn`); default none. */
   logger: opt.custom('a logger with warn(fields, message)', isLogger, { optional: true }),
 };
 
@@ -73,17 +75,8 @@ export interface FairShareSettings {
   readonly decision: ResolvedFairShareDecision;
 }
 
-/** What `fairShare` accepts. */
-export interface FairShareOptions extends Partial<FairShareDecisionOptions> {
-  readonly peers: string | EndpointSource;
-  readonly discovery?: EndpointSourceOptions;
-  readonly self?: string;
-  readonly loadPort?: number;
-  readonly loadHost?: string;
-  readonly loadPath?: string;
-  readonly peerTimeoutMs?: number;
-  readonly logger?: FairShareLogger;
-}
+/** What `fairShare` accepts, derived from `fairShareSpec` (each field's TSDoc is on its spec entry). */
+export interface FairShareOptions extends Readonly<Input<typeof fairShareSpec>> {}
 
 /** Splits parsed options into the decision part (shared with the simulator) and the rest. */
 export function fairShareSettings(options: ParsedFairShareOptions): FairShareSettings {
