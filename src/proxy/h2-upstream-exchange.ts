@@ -17,17 +17,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ServerHttp2Stream } from 'node:http2';
-import type { Attempt } from '../cluster/attempt.js';
 import type { Cluster } from '../cluster/cluster.js';
 import type { RequestOutcome } from '../cluster/cluster-options.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import type { H2SessionLease, H2SessionPool } from '../pool/h2-session-pool.js';
+import type { H2SessionPool } from '../pool/h2-session-pool.js';
+import { connectStream, streamOutcome } from './h2-stream-attempt.js';
 import { downstreamResponseHeaders } from './hop-headers.js';
 import { replyHttp1, replyHttp2, statusForError } from './local-reply.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR } = http2.constants;
-const CONNECT_FAILURE = { type: 'connect-failure' } as const;
 const END_STREAM = 0x1;
 
 type H2Headers = Record<string, string | string[] | number | undefined>;
@@ -74,44 +72,6 @@ function h2RequestHeaders(pseudo: H2Headers, forwarded: readonly string[]): H2He
   return out;
 }
 
-/** A stream's attempt with its place on a connected session. */
-interface Connected {
-  readonly attempt: Attempt;
-  readonly lease: H2SessionLease;
-}
-
-/**
- * The cluster's attempt for one stream and a connected session to its endpoint. A failed
- * session connect is retried through the attempt (another endpoint, as `retries.connectFailures`
- * allows; nothing was sent, so any method may go again); the error says why there is none.
- */
-async function connect(cluster: Cluster, pool: H2SessionPool, method: string): Promise<Connected | Error> {
-  let next: Attempt | EvenlbError | undefined = cluster.acquire();
-  for (;;) {
-    if (next instanceof EvenlbError) return next;
-    const attempt: Attempt = next as Attempt;
-    let lease: H2SessionLease;
-    try {
-      lease = pool.connectionFor(attempt.endpoint);
-    } catch (err) {
-      attempt.end('aborted');
-      return err as Error;
-    }
-    if (await lease.ready) return { attempt, lease };
-    lease.release();
-    next = attempt.retry(CONNECT_FAILURE, { method, replayable: true, responded: false });
-    if (next === undefined) {
-      return new EvenlbError(ErrorCodes.CONNECT_FAILED, `connect to ${attempt.endpoint.key} failed`);
-    }
-  }
-}
-
-/** The outcome of a stream that closed with `rstCode` after `status` (0: no response) and `grpc-status`. */
-function streamOutcome(rstCode: number, status: number, grpcStatus: unknown): RequestOutcome {
-  if (rstCode !== NGHTTP2_NO_ERROR || status === 0) return 'transport-error';
-  return status >= 500 || grpcStatus === '14' ? 'http-error' : 'success';
-}
-
 /**
  * Forwards `down` to an endpoint of `pool`. `done(status, reason)` is called once when both
  * sides are finished.
@@ -131,7 +91,7 @@ export async function forwardStreamToH2(
   clock: Clock,
 ): Promise<void> {
   const grpc = String(headers['content-type'] ?? '').startsWith('application/grpc');
-  const connected = await connect(cluster, pool, String(headers[':method'] ?? 'POST'));
+  const connected = await connectStream(cluster, pool, String(headers[':method'] ?? 'POST'));
   if (connected instanceof Error) {
     const { status, reason } = statusForError(connected);
     replyHttp2(down, status, reason, grpc);
@@ -251,7 +211,7 @@ export async function forwardRequestToH2(
   pool: H2SessionPool,
   done: (status: number, reason: string | undefined) => void,
 ): Promise<void> {
-  const connected = await connect(cluster, pool, req.method ?? 'GET');
+  const connected = await connectStream(cluster, pool, req.method ?? 'GET');
   if (connected instanceof Error) {
     const { status, reason } = statusForError(connected);
     replyHttp1(res, status, reason);
