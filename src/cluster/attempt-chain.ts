@@ -16,8 +16,8 @@ export interface AttemptHost {
   readonly retryPolicy: RetryPolicy;
   /** The cluster refuses new work. */
   closed(): boolean;
-  /** Picks an endpoint (avoiding `exclude`), or the reason none can be picked. */
-  pick(exclude: string | undefined): Endpoint | EvenlbError;
+  /** Picks an endpoint (avoiding `exclude`, by `hash` for hash policies), or the reason none can be picked. */
+  pick(exclude: string | undefined, hash: number | undefined): Endpoint | EvenlbError;
   /** Starts the endpoint's load record and window count; returns the start time. */
   open(endpoint: Endpoint): number;
   /** Ends the load record started at `startMs` with `outcome` (outlier detection, metrics). */
@@ -28,18 +28,22 @@ export interface AttemptHost {
   elsewhere(key: string): boolean;
 }
 
-/** The first attempt of a request (or why nothing can be picked). */
+/** The first attempt of a request (or why nothing can be picked); `hash` is its affinity key, if any. */
 export function firstAttempt(
   host: AttemptHost,
   exclude: string | undefined,
   counts: RetryCounts,
+  hash?: number,
 ): Attempt | EvenlbError {
-  const picked = host.pick(exclude);
-  return picked instanceof EvenlbError ? picked : attemptOn(host, picked, counts);
+  const picked = host.pick(exclude, hash);
+  return picked instanceof EvenlbError ? picked : attemptOn(host, picked, counts, hash);
 }
 
-/** An attempt on `endpoint`; `counts` are the chain's retries so far (shared along the chain). */
-export function attemptOn(host: AttemptHost, endpoint: Endpoint, counts: RetryCounts): Attempt {
+/**
+ * An attempt on `endpoint`; `counts` are the chain's retries so far (shared along the chain),
+ * `hash` the request's affinity key (its retries pick by it too).
+ */
+export function attemptOn(host: AttemptHost, endpoint: Endpoint, counts: RetryCounts, hash?: number): Attempt {
   const key = endpoint.key;
   const startMs = host.open(endpoint);
   let open = true;
@@ -61,7 +65,7 @@ export function attemptOn(host: AttemptHost, endpoint: Endpoint, counts: RetryCo
       if (reason === undefined) return undefined;
       counts[reason]++;
       host.retried(reason);
-      return firstAttempt(host, host.elsewhere(key) ? key : undefined, counts);
+      return firstAttempt(host, host.elsewhere(key) ? key : undefined, counts, hash);
     },
     wouldRetry: (failure, request) => open && reasonFor(failure, request) !== undefined,
   };

@@ -7,13 +7,17 @@
  * attempt, asks the cluster's one `RetryPolicy` and returns the next attempt (another endpoint
  * when there is one) or the reason there is none. Load, outlier detection, stats and metrics
  * are updated by the cluster, exactly once per attempt and once per retry, whatever the
- * transport.
+ * transport. Attempts are taken by the node:http agent, the proxy's HTTP/1.1 path, the proxy's
+ * HTTP/2 streams to `h2` clusters and its `tcp` listeners (one attempt per client connection);
+ * requests sent through `Cluster.dispatch` (the undici pools) follow the same policy inside
+ * the cluster (`RoutedRequest`).
  *
  * An `EndpointTransport` is what every transport implements: a connection (or pool, or
  * session) for an endpoint, draining one endpoint (no new work, idle connections close at
  * once, in-flight work finishes), `close()` and `destroy()` under the shared contract
- * (`core/shutdown.ts`). The undici pools (`ClusterTransport`) and HTTP/2 sessions
- * (`H2SessionPool`) and the proxy's HTTP/1.1 sockets (`Http1Upstream`) implement it.
+ * (`core/shutdown.ts`). The undici pools (`ClusterTransport`), HTTP/2 sessions
+ * (`H2SessionPool`: a place for one stream on a session) and the proxy's HTTP/1.1 sockets
+ * (`Http1Upstream`) implement it; none of them picks, retries or keeps load records.
  */
 import type { Endpoint } from '../core/endpoint.js';
 import type { EvenlbError } from '../core/errors.js';

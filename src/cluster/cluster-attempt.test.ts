@@ -5,6 +5,7 @@
  * retry once (stats and observer) — the same rules the undici path follows.
  */
 import { describe, expect, test } from 'vitest';
+import { hashKey, type PickResult } from '../balancing/picker.js';
 import { ManualClock } from '../core/clock.js';
 import { EvenlbError } from '../core/errors.js';
 import { SeededRandom } from '../core/random.js';
@@ -31,6 +32,11 @@ function cluster(retryIdempotent = 0) {
     },
   });
   return { c, events };
+}
+
+function pickKey(r: PickResult): string {
+  if (r.type === 'none') throw new Error(r.reason);
+  return r.endpoint.key;
 }
 
 const GET = { method: 'GET', replayable: true, responded: false };
@@ -92,5 +98,35 @@ describe('Cluster attempts', () => {
     await c.close();
     const r = c.acquire();
     expect(r instanceof EvenlbError && r.code).toBe('EVENLB_CLOSED');
+  });
+
+  test('a hashed acquire (a TCP client address) picks by the hash, its retry too; unhashed acquires do not inherit it', async () => {
+    const c = new Cluster({
+      name: 'tcp:5432',
+      target: new StaticEndpointSource([1, 2, 3, 4].map((i) => ({ address: `10.0.0.${i}`, port: 5432 }))),
+      policy: 'maglev',
+      outlierDetection: false,
+      clock: new ManualClock(),
+      random: new SeededRandom(3),
+    });
+    await c.whenDiscovered();
+    const picker = c.balancer.picker;
+    const unhashed = new Set<string>();
+    for (const hash of [hashKey('127.0.0.1'), hashKey('127.0.0.2'), hashKey('10.9.8.7')]) {
+      const a = c.acquire(undefined, hash) as Attempt;
+      expect(a.endpoint.key).toBe(pickKey(picker.pick({ hash })));
+      const b = a.retry({ type: 'connect-failure' }, POST) as Attempt;
+      expect(b.endpoint.key).toBe(pickKey(picker.pick({ hash, exclude: a.endpoint.key })));
+      expect(b.endpoint.key).not.toBe(a.endpoint.key);
+      b.end('success');
+      for (let i = 0; i < 20; i++) {
+        const u = c.acquire() as Attempt;
+        unhashed.add(u.endpoint.key);
+        u.end('success');
+      }
+    }
+    // Without a hash maglev picks at random: more than the one endpoint a stale hash would give.
+    expect(unhashed.size).toBeGreaterThan(1);
+    await c.close();
   });
 });

@@ -116,7 +116,7 @@ export class Cluster {
     this.#attempts = {
       retryPolicy: this.retryPolicy,
       closed: () => this.#closed,
-      pick: (exclude) => this.pickForConnection(exclude),
+      pick: (exclude, hash) => this.pickForConnection(exclude, hash),
       open: (endpoint) => this.#open(endpoint),
       settle: (key, startMs, outcome) => this.#settle(key, startMs, outcome),
       retried: (reason) => this.#countRetry(reason),
@@ -207,12 +207,13 @@ export class Cluster {
    * Picks an endpoint for one request sent by another transport and starts its accounting:
    * the transport sends to `attempt.endpoint`, then calls `attempt.end(outcome)` once, or
    * `attempt.retry(failure, request)` for the next attempt under the cluster's retry policy.
-   * `exclude` avoids one endpoint. Returns an `EvenlbError` (`EVENLB_NO_ENDPOINTS`,
+   * `exclude` avoids one endpoint; `hash` is the affinity key for hash policies (`hashKey()`, a
+   * TCP client's address), kept by the retries. Returns an `EvenlbError` (`EVENLB_NO_ENDPOINTS`,
    * `EVENLB_SERVICE_NOT_FOUND`, `EVENLB_DISCOVERY_PENDING`, `EVENLB_CLOSED`) when nothing can be picked.
    */
-  acquire(exclude?: string): Attempt | EvenlbError {
+  acquire(exclude?: string, hash?: number): Attempt | EvenlbError {
     this.#requests++;
-    return firstAttempt(this.#attempts, exclude, noRetries());
+    return firstAttempt(this.#attempts, exclude, noRetries(), hash);
   }
 
   /** Starts accounting for a request already bound to `endpoint` (legacy mode: the socket's). */
@@ -247,13 +248,14 @@ export class Cluster {
   }
 
   /** Picks an endpoint without accounting a request (also the legacy, dial-time decision). */
-  pickForConnection(exclude?: string): Endpoint | EvenlbError {
+  pickForConnection(exclude?: string, hash?: number): Endpoint | EvenlbError {
     if (this.#closed) return closedError(this.name);
-    return this.#pending ? this.#pendingError() : this.#pickEndpoint(exclude);
+    return this.#pending ? this.#pendingError() : this.#pickEndpoint(exclude, hash);
   }
 
-  #pickEndpoint(exclude: string | undefined): Endpoint | EvenlbError {
-    const ctx = this.#pick;
+  #pickEndpoint(exclude: string | undefined, hash: number | undefined): Endpoint | EvenlbError {
+    // A hashed pick gets its own context: the shared one never carries a hash.
+    const ctx: PickContext = hash === undefined ? this.#pick : { hash };
     ctx.exclude = exclude;
     const picked = this.balancer.picker.pick(ctx);
     return picked.type === 'none' ? noEndpointError(this.name, this.source, picked.reason) : picked.endpoint;
@@ -283,16 +285,6 @@ export class Cluster {
   onEligibleChange(listener: (eligible: ReadonlySet<string>) => void): () => void {
     this.#eligibleListeners.add(listener);
     return () => this.#eligibleListeners.delete(listener);
-  }
-
-  /**
-   * The outcome of work a transport balanced on this cluster's `balancer` and load records by
-   * itself (the proxy's HTTP/2 session pool): feeds the cluster's one outlier detector and the
-   * observer; the load record is the transport's.
-   */
-  recordOutcome(endpointKey: string, outcome: RequestOutcome, durationMs: number): void {
-    if (outcome !== 'aborted') this.#outlier?.record(endpointKey, outcome === 'success');
-    this.#observer?.requestEnded?.(this.name, endpointKey, outcome, durationMs);
   }
 
   /** Reports a connection another transport opened or closed to `endpointKey` (stats and metrics). */
@@ -476,7 +468,7 @@ export class Cluster {
       // Queued requests still dial while the cluster closes: no closed check here.
       const exclude = this.#legacyExclude;
       this.#legacyExclude = undefined;
-      return this.#pickEndpoint(exclude);
+      return this.#pickEndpoint(exclude, undefined);
     });
   }
 

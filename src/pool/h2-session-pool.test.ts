@@ -1,55 +1,91 @@
 /**
- * Regression tests for `H2SessionPool`'s connect-failure accounting: a failed session connect
- * is one attempt — started at the pick, ended once as an error in the load record, reported
- * once through `onConnectFailure` (with whether the stream moved on) — and the caller's pick
- * context is never changed (the pool excludes the failed endpoint in its own copy).
+ * `H2SessionPool` as a transport only, on a `ManualClock`: it never picks, retries or keeps
+ * load records — a session that cannot connect only answers `ready: false` (the caller's
+ * attempt decides what happens next), and the connect timeout runs on the injected clock.
+ * Regression: the pool used to pick, retry and end load records itself.
  */
-import { describe, expect, test } from 'vitest';
+import net from 'node:net';
+import { afterEach, describe, expect, test } from 'vitest';
 import { freePort } from '../../test/support/tracked-server.js';
-import { Balancer } from '../balancing/balancer.js';
-import type { PickContext } from '../balancing/picker.js';
-import { EndpointSet } from '../core/endpoint-set.js';
+import { ManualClock } from '../core/clock.js';
+import { createEndpoint } from '../core/endpoint.js';
 import { SeededRandom } from '../core/random.js';
 import { H2SessionPool } from './h2-session-pool.js';
 import { LifetimePolicy } from './lifetime-policy.js';
 
-describe('H2SessionPool connect failures', () => {
-  test('each failed connect is one attempt in the load record, reported once; the caller context is untouched', async () => {
-    const endpoints = [
-      { address: '127.0.0.1', port: await freePort('127.0.0.1') },
-      { address: '127.0.0.2', port: await freePort('127.0.0.2') },
-    ];
-    const balancer = new Balancer({ policy: 'round-robin', random: new SeededRandom(1) });
-    balancer.update(EndpointSet.from(endpoints));
-    const reports: [string, boolean][] = [];
-    const streamEnds: string[] = [];
-    const pool = new H2SessionPool({
-      balancer,
-      lifetime: new LifetimePolicy({}, new SeededRandom(2), 'test'),
-      connectTimeoutMs: 5_000,
-      connectRetries: 1,
-      onConnectFailure: (key, _ms, retried) => reports.push([key, retried]),
-      onStreamEnd: (key) => streamEnds.push(key),
+const cleanup: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanup.splice(0).reverse()) await c();
+});
+
+function pool(clock: ManualClock, changes: string[], tls = false): H2SessionPool {
+  const p = new H2SessionPool({
+    lifetime: new LifetimePolicy({}, new SeededRandom(2), 'test'),
+    connectTimeoutMs: 5_000,
+    clock,
+    ...(tls ? { tls: { rejectUnauthorized: false } } : {}),
+    onSessionChange: (key, change) => changes.push(`${key} ${change}`),
+  });
+  cleanup.push(() => p.destroy());
+  return p;
+}
+
+describe('H2SessionPool (transport only)', () => {
+  test('a refused connect is only `ready: false`: no retry, no session left, nothing reported opened', async () => {
+    const endpoint = createEndpoint({ address: '127.0.0.1', port: await freePort('127.0.0.1') });
+    const changes: string[] = [];
+    const p = pool(new ManualClock(), changes);
+    const lease = p.connectionFor(endpoint);
+    expect(lease.endpointKey).toBe(endpoint.key);
+    expect(await lease.ready).toBe(false);
+    lease.release();
+    lease.release(); // idempotent
+    expect(p.opened).toBe(1);
+    expect(changes).toEqual([]);
+    // The next stream gets a new session (the failed one is gone), and fails the same way.
+    const again = p.connectionFor(endpoint);
+    expect(again.session === lease.session).toBe(false);
+    expect(p.opened).toBe(2);
+    expect(await again.ready).toBe(false);
+    again.release();
+  });
+
+  test('the connect timeout runs on the injected clock', async () => {
+    // A TCP server that never answers the TLS handshake: the session stays connecting.
+    const silent = net.createServer(() => {});
+    const sockets: net.Socket[] = [];
+    silent.on('connection', (s) => sockets.push(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    cleanup.push(async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => silent.close(() => r()));
     });
-    try {
-      const context: PickContext = {};
-      const result = await pool.acquire(context);
-      expect(result.type).toBe('none');
-      expect(result.type === 'none' ? result.error.code : '').toBe('EVENLB_CONNECT_FAILED');
-      expect(context).toEqual({});
-      expect(reports.map(([, retried]) => retried)).toEqual([true, false]);
-      expect(new Set(reports.map(([key]) => key)).size).toBe(2);
-      expect(streamEnds).toEqual([]);
-      for (const e of endpoints) {
-        const load = balancer.loads.get(`${e.address}:${e.port}`);
-        expect({ requests: load.requests, errors: load.errors, inFlight: load.inFlight }).toEqual({
-          requests: 1,
-          errors: 1,
-          inFlight: 0,
-        });
-      }
-    } finally {
-      await pool.destroy();
-    }
+    const port = (silent.address() as net.AddressInfo).port;
+    const clock = new ManualClock();
+    const p = pool(clock, [], true);
+    const lease = p.connectionFor(createEndpoint({ address: '127.0.0.1', port }));
+    let settled: boolean | undefined;
+    void lease.ready.then((ok) => {
+      settled = ok;
+    });
+    // Wait until the TCP connection reached the server, then let the clock pass the timeout.
+    for (let i = 0; i < 200 && sockets.length === 0; i++) await new Promise((r) => setImmediate(r));
+    expect(sockets.length).toBe(1);
+    expect(settled).toBeUndefined();
+    clock.advance(4_999);
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toBeUndefined();
+    clock.advance(1);
+    expect(await lease.ready).toBe(false);
+    lease.release();
+  });
+
+  test('connectionFor after close() fails with EVENLB_CLOSED; close and destroy settle and are idempotent', async () => {
+    const p = pool(new ManualClock(), []);
+    await Promise.all([p.close(), p.close()]);
+    await p.destroy();
+    expect(() => p.connectionFor(createEndpoint({ address: '127.0.0.1', port: 1 }))).toThrow(
+      expect.objectContaining({ code: 'EVENLB_CLOSED' }),
+    );
   });
 });

@@ -1,58 +1,57 @@
 /**
- * HTTP/2 upstream sessions keyed by endpoint, for the proxy's `h2` clusters (gRPC). Each
- * request asks the cluster's `Balancer` picker for an endpoint, so streams are balanced one by
- * one even though they share a handful of sessions. A session is reused while the shared
- * `LifetimePolicy` lets it carry another stream (stream count, jittered age, idle time) and the
- * peer's `maxConcurrentStreams` has room; a retired session gets no new stream and closes once
- * its streams finish (`session.close()`, the graceful path). Sessions to endpoints that leave the
- * eligible set are retired the same way. A session that fails to connect sends the request to
- * another endpoint (connect failures never reached a server).
+ * HTTP/2 upstream sessions keyed by endpoint, for the proxy's `h2` clusters (gRPC): a transport
+ * only (`EndpointTransport`). It does not pick, retry or keep load records — the cluster does,
+ * through the attempt the caller holds (`Cluster.acquire()`): the caller asks for a place on a
+ * session to `attempt.endpoint` (`connectionFor`), waits for `ready`, opens its stream, and
+ * `release()`s the place when the stream ends.
+ *
+ * A session is reused while the shared `LifetimePolicy` lets it carry another stream (stream
+ * count, jittered age, idle time) and the peer's `maxConcurrentStreams` has room; a retired
+ * session (lifetime reached, GOAWAY received, endpoint drained) gets no new stream and closes
+ * once its streams finish (`session.close()`, the graceful path). Sessions to endpoints that
+ * leave the eligible set are retired the same way.
  */
 
 import type { SecureClientSessionOptions } from 'node:http2';
 import http2 from 'node:http2';
-import type { Balancer } from '../balancing/balancer.js';
-import type { EndpointLoad } from '../balancing/endpoint-load.js';
-import type { PickContext } from '../balancing/picker.js';
 import type { EndpointTransport } from '../cluster/attempt.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { Shutdown } from '../core/shutdown.js';
-import { departedEndpoints, eligibleKeys } from './departed-endpoints.js';
+import { departedEndpoints } from './departed-endpoints.js';
 import type { LifetimePolicy } from './lifetime-policy.js';
 
 export interface H2SessionPoolOptions {
-  readonly balancer: Balancer;
   readonly lifetime: LifetimePolicy;
   readonly connectTimeoutMs: number;
-  /** Extra endpoints to try after a connect failure. */
-  readonly connectRetries: number;
   readonly tls?: { readonly ca?: string | Buffer; readonly servername?: string; readonly rejectUnauthorized: boolean };
   readonly clock?: Clock;
-  /** Called once per finished stream with its endpoint, outcome and duration (outlier detection, metrics). */
-  readonly onStreamEnd?: (endpointKey: string, ok: boolean, durationMs: number) => void;
-  /**
-   * Called once per failed session connect, with how long the attempt took and whether the
-   * stream goes on to another endpoint (a retry). Without it, `onStreamEnd(key, false, ms)`.
-   */
-  readonly onConnectFailure?: (endpointKey: string, durationMs: number, retried: boolean) => void;
   /** Called when a session connects and when a connected session closes (the cluster's connection stats). */
   readonly onSessionChange?: (endpointKey: string, change: 'opened' | 'closed') => void;
+  /**
+   * Subscribes to the eligible endpoint keys after each discovery update (`Cluster.onEligibleChange`);
+   * sessions to endpoints that left are drained. Returns an unsubscribe function.
+   */
+  readonly onEligibleChange?: (listener: (eligible: ReadonlySet<string>) => void) => () => void;
 }
 
-/** One stream acquired from the pool: send the request on `session`, then call `done(ok)` once. */
-export interface H2Lease {
-  readonly endpoint: Endpoint;
-  readonly load: EndpointLoad;
+/**
+ * One stream's place on a session to an endpoint (`H2SessionPool.connectionFor`). The session
+ * may still be connecting: await `ready`, then open the stream on `session`; call `release()`
+ * once the stream has ended, or when it is never opened.
+ */
+export interface H2SessionLease {
+  readonly endpointKey: string;
   readonly session: http2.ClientHttp2Session;
-  /** Records the stream's end (load, lifetime counters); idempotent. */
-  done(ok: boolean): void;
+  /**
+   * True once the session is connected and still open; false when its connect failed
+   * (refused, timed out, TLS) or it closed first — nothing was sent: a connect failure.
+   */
+  readonly ready: Promise<boolean>;
+  /** Frees the place (the pool's stream counters, retired sessions close); idempotent. */
+  release(): void;
 }
-
-export type H2Acquire =
-  | { readonly type: 'lease'; readonly lease: H2Lease }
-  | { readonly type: 'none'; readonly reason: string; readonly error: EvenlbError };
 
 interface PooledSession {
   readonly key: string;
@@ -64,11 +63,11 @@ interface PooledSession {
   idleSinceMs: number;
   connected: boolean;
   retired: boolean;
-  readonly ready: Promise<boolean>;
+  /** Settles true on connect, false on a failed connect or a close before it. */
+  readonly connecting: Promise<boolean>;
 }
 
-export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session> {
-  readonly #balancer: Balancer;
+export class H2SessionPool implements EndpointTransport<H2SessionLease> {
   readonly #lifetime: LifetimePolicy;
   readonly #clock: Clock;
   readonly #options: H2SessionPoolOptions;
@@ -81,10 +80,12 @@ export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session
 
   constructor(options: H2SessionPoolOptions) {
     this.#options = options;
-    this.#balancer = options.balancer;
     this.#lifetime = options.lifetime;
     this.#clock = options.clock ?? systemClock;
-    this.#unsubscribe = this.#balancer.onPicker(() => this.#reconcile());
+    this.#unsubscribe =
+      options.onEligibleChange?.((eligible) => {
+        for (const key of departedEndpoints([...this.#sessions.keys()], eligible)) this.drainEndpoint(key);
+      }) ?? (() => {});
   }
 
   /** Connected sessions without a stream, per endpoint key (nothing queues: streams share sessions), for stats. */
@@ -98,66 +99,29 @@ export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session
   }
 
   /**
-   * Picks an endpoint and returns a connected session for one stream. Connect failures move on
-   * to another endpoint, up to `connectRetries` times.
+   * A place for one stream on a session to `endpoint` with room (opened when there is none):
+   * connected or connecting (`ready`). Throws `EVENLB_CLOSED` after `close()`/`destroy()`.
    */
-  async acquire(context: PickContext = {}): Promise<H2Acquire> {
-    let retries = this.#options.connectRetries;
-    let lastError: Error | undefined;
-    // Our own copy: excluding a failed endpoint must not leak into the caller's context.
-    const ctx: PickContext = { ...context };
-    for (;;) {
-      if (this.#closed) {
-        const error = new EvenlbError(ErrorCodes.CLOSED, 'h2 session pool is closed');
-        return { type: 'none', reason: 'closed', error };
-      }
-      const picked = this.#balancer.picker.pick(ctx);
-      if (picked.type === 'none') {
-        const error = new EvenlbError(ErrorCodes.NO_ENDPOINTS, `no endpoint can take the stream (${picked.reason})`, {
-          details: { reason: picked.reason },
-          ...(lastError === undefined ? {} : { cause: lastError }),
-        });
-        return { type: 'none', reason: picked.reason, error };
-      }
-      const pooled = this.#sessionFor(picked.endpoint);
-      // The attempt counts as load from the pick, while it connects, as a request would.
-      const startMs = picked.load.start();
-      const ok = pooled.connected || (await pooled.ready);
-      if (ok && !pooled.session.destroyed && !pooled.session.closed) {
-        return { type: 'lease', lease: this.#lease(pooled, picked.endpoint, picked.load, startMs) };
-      }
-      // One failed attempt: ended once in the load record, reported once.
-      picked.load.end(startMs, false);
-      const retried = retries > 0;
-      const durationMs = this.#clock.now() - startMs;
-      if (this.#options.onConnectFailure !== undefined) {
-        this.#options.onConnectFailure(picked.endpoint.key, durationMs, retried);
-      } else {
-        this.#options.onStreamEnd?.(picked.endpoint.key, false, durationMs);
-      }
-      lastError = new EvenlbError(ErrorCodes.CONNECT_FAILED, `connect to ${picked.endpoint.key} failed`);
-      if (!retried) return { type: 'none', reason: 'connect-failed', error: lastError as EvenlbError };
-      retries--;
-      ctx.exclude = picked.endpoint.key;
-    }
-  }
-
-  #lease(pooled: PooledSession, endpoint: Endpoint, load: EndpointLoad, startMs: number): H2Lease {
+  connectionFor(endpoint: Endpoint): H2SessionLease {
+    if (this.#closed) throw new EvenlbError(ErrorCodes.CLOSED, 'h2 session pool is closed');
+    const pooled = this.#sessionFor(endpoint);
     pooled.requests++;
     pooled.inFlight++;
-    let ended = false;
+    let released = false;
+    const session = pooled.session;
     return {
-      endpoint,
-      load,
-      session: pooled.session,
-      done: (ok: boolean) => {
-        if (ended) return;
-        ended = true;
-        load.end(startMs, ok);
-        this.#options.onStreamEnd?.(endpoint.key, ok, this.#clock.now() - startMs);
+      endpointKey: endpoint.key,
+      session,
+      ready: pooled.connected
+        ? Promise.resolve(!session.closed && !session.destroyed)
+        : pooled.connecting.then((ok) => ok && !session.closed && !session.destroyed),
+      release: () => {
+        if (released) return;
+        released = true;
         pooled.inFlight--;
-        if (pooled.inFlight === 0) pooled.idleSinceMs = this.#clock.now();
-        if (pooled.retired && pooled.inFlight === 0) pooled.session.close();
+        if (pooled.inFlight > 0) return;
+        pooled.idleSinceMs = this.#clock.now();
+        if (pooled.retired) pooled.session.close();
       },
     };
   }
@@ -200,7 +164,7 @@ export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session
     const session = http2.connect(authority, sessionOptions);
     this.opened++;
     let resolveReady!: (ok: boolean) => void;
-    const ready = new Promise<boolean>((r) => {
+    const connecting = new Promise<boolean>((r) => {
       resolveReady = r;
     });
     const pooled: PooledSession = {
@@ -213,7 +177,7 @@ export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session
       idleSinceMs: now,
       connected: false,
       retired: false,
-      ready,
+      connecting,
     };
     const timer = this.#clock.setTimeout(() => {
       if (!pooled.connected) session.destroy(new EvenlbError(ErrorCodes.CONNECT_FAILED, 'connect timeout'));
@@ -259,20 +223,9 @@ export class H2SessionPool implements EndpointTransport<http2.ClientHttp2Session
     if (s.inFlight === 0) s.session.close();
   }
 
-  /** Drains sessions to endpoints that departed (see `departedEndpoints`); their open streams finish. */
-  #reconcile(): void {
-    const eligible = eligibleKeys(this.#balancer.endpointSet);
-    for (const key of departedEndpoints(this.#sessions.keys(), eligible)) this.drainEndpoint(key);
-  }
-
   /** The endpoint's sessions take no new stream and close once their streams end. */
   drainEndpoint(endpointKey: string): void {
     for (const s of this.#sessions.get(endpointKey) ?? []) this.#retire(s);
-  }
-
-  /** A session to `endpoint` with room for a stream (opened when there is none); connected or connecting. */
-  connectionFor(endpoint: Endpoint): http2.ClientHttp2Session {
-    return this.#sessionFor(endpoint).session;
   }
 
   /** Stops new streams; open sessions close once their streams end. Idempotent; `destroy()` settles it. */

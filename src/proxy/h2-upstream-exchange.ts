@@ -1,16 +1,29 @@
 /**
  * One HTTP/2 client stream forwarded to an HTTP/2 upstream (gRPC end to end). The stream is
- * balanced on its own: the `H2SessionPool` picks an endpoint per stream. Both bodies are piped
- * (flow control on both sides gives backpressure), trailers are relayed (`grpc-status` lives
- * there), a client RST_STREAM cancels the upstream stream and an upstream reset is passed back
- * with its code, and a `grpc-timeout` header is forwarded and enforced here as well.
+ * balanced on its own: it takes an attempt from the cluster (`Cluster.acquire()`), a place on a
+ * session to `attempt.endpoint` from the `H2SessionPool`, and a session that fails to connect
+ * goes through the cluster's one retry policy (`attempt.retry({ type: 'connect-failure' })`, so
+ * `retries.connectFailures` applies and each retry is counted once, by the cluster). The
+ * stream's end ends the attempt with its outcome: a status of 500 or more, or `grpc-status: 14`
+ * (UNAVAILABLE), is an `http-error`; an upstream reset, a close without a response or the
+ * `grpc-timeout` deadline a `transport-error`; the client going away `aborted`.
+ *
+ * Both bodies are piped (flow control on both sides gives backpressure), trailers are relayed
+ * (`grpc-status` lives there), a client RST_STREAM cancels the upstream stream and an upstream
+ * reset is passed back with its code, and a `grpc-timeout` header is forwarded and enforced
+ * here as well. A stream the upstream refuses (REFUSED_STREAM, or above a GOAWAY's last stream
+ * id) is not retried: its body has already been piped away, and the retry policy has no reason
+ * for it; the client gets 502 `upstream-reset`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ServerHttp2Stream } from 'node:http2';
+import type { Cluster } from '../cluster/cluster.js';
+import type { RequestOutcome } from '../cluster/cluster-options.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import type { H2SessionPool } from '../pool/h2-session-pool.js';
+import { connectStream, streamOutcome } from './h2-stream-attempt.js';
 import { downstreamResponseHeaders } from './hop-headers.js';
-import { replyHttp1, replyHttp2 } from './local-reply.js';
+import { replyHttp1, replyHttp2, statusForError } from './local-reply.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR } = http2.constants;
 const END_STREAM = 0x1;
@@ -68,6 +81,8 @@ export async function forwardStreamToH2(
   headers: http2.IncomingHttpHeaders,
   /** True when the client's HEADERS frame ended the stream (no request body). */
   endStream: boolean,
+  /** Hands out the stream's attempts. */
+  cluster: Cluster,
   pool: H2SessionPool,
   /** The request headers to send, from `upstreamRequestHeaders` (forwarding headers added). */
   upstreamHeaders: readonly string[],
@@ -76,15 +91,17 @@ export async function forwardStreamToH2(
   clock: Clock,
 ): Promise<void> {
   const grpc = String(headers['content-type'] ?? '').startsWith('application/grpc');
-  const acquired = await pool.acquire({});
-  if (acquired.type === 'none') {
-    replyHttp2(down, 503, acquired.reason, grpc);
-    done(503, acquired.reason);
+  const connected = await connectStream(cluster, pool, String(headers[':method'] ?? 'POST'));
+  if (connected instanceof Error) {
+    const { status, reason } = statusForError(connected);
+    replyHttp2(down, status, reason, grpc);
+    done(status, reason);
     return;
   }
-  const lease = acquired.lease;
+  const { attempt, lease } = connected;
   if (down.closed || down.destroyed) {
-    lease.done(true);
+    lease.release();
+    attempt.end('aborted');
     done(0, 'client-closed');
     return;
   }
@@ -96,7 +113,8 @@ export async function forwardStreamToH2(
   try {
     up = lease.session.request(out, { endStream });
   } catch {
-    lease.done(false);
+    lease.release();
+    attempt.end('transport-error');
     replyHttp2(down, 502, 'upstream-error', grpc);
     done(502, 'upstream-error');
     return;
@@ -104,18 +122,22 @@ export async function forwardStreamToH2(
   let status = 0;
   let trailers: http2.IncomingHttpHeaders | undefined;
   let finished = false;
+  /** The stream was cancelled by the client (or its deadline): not the endpoint's fault, or its timeout. */
+  let cancelled: RequestOutcome | undefined;
   let timer: TimerHandle | undefined;
-  const finish = (ok: boolean, reason: string | undefined): void => {
+  const finish = (outcome: RequestOutcome, reason: string | undefined): void => {
     if (finished) return;
     finished = true;
     timer?.cancel();
-    lease.done(ok);
+    lease.release();
+    attempt.end(outcome);
     done(status, reason);
   };
 
   const timeoutMs = parseGrpcTimeoutMs(headers['grpc-timeout'] as string | undefined);
   if (timeoutMs !== undefined) {
     timer = clock.setTimeout(() => {
+      cancelled ??= 'transport-error';
       if (!down.headersSent) replyHttp2(down, 504, 'deadline-exceeded', grpc);
       else if (!down.closed) down.close(NGHTTP2_CANCEL);
       if (!up.closed) up.close(NGHTTP2_CANCEL);
@@ -158,14 +180,19 @@ export async function forwardStreamToH2(
     } else if (status === 0 && !down.closed) {
       replyHttp2(down, 502, 'upstream-closed', grpc);
     }
-    const grpcStatus = trailers?.['grpc-status'];
-    finish(code === NGHTTP2_NO_ERROR && status < 500 && (grpcStatus === undefined || grpcStatus !== '14'), undefined);
+    finish(cancelled ?? streamOutcome(code, status, trailers?.['grpc-status']), undefined);
   });
   down.once('close', () => {
     // A client reset (or a lost client connection) cancels the upstream stream.
     const code = down.rstCode;
-    if (!up.closed && code !== undefined && code !== NGHTTP2_NO_ERROR) up.close(code);
-    else if (!up.closed && !down.writableFinished) up.close(NGHTTP2_CANCEL);
+    if (up.closed) return;
+    if (code !== undefined && code !== NGHTTP2_NO_ERROR) {
+      cancelled ??= 'aborted';
+      up.close(code);
+    } else if (!down.writableFinished) {
+      cancelled ??= 'aborted';
+      up.close(NGHTTP2_CANCEL);
+    }
   });
 }
 
@@ -179,18 +206,22 @@ export async function forwardRequestToH2(
   res: ServerResponse,
   upstreamHeaders: readonly string[],
   hasBody: boolean,
+  /** Hands out the request's attempts. */
+  cluster: Cluster,
   pool: H2SessionPool,
   done: (status: number, reason: string | undefined) => void,
 ): Promise<void> {
-  const acquired = await pool.acquire({});
-  if (acquired.type === 'none') {
-    replyHttp1(res, 503, acquired.reason);
-    done(503, acquired.reason);
+  const connected = await connectStream(cluster, pool, req.method ?? 'GET');
+  if (connected instanceof Error) {
+    const { status, reason } = statusForError(connected);
+    replyHttp1(res, status, reason);
+    done(status, reason);
     return;
   }
-  const lease = acquired.lease;
+  const { attempt, lease } = connected;
   if (res.destroyed || res.writableEnded) {
-    lease.done(true);
+    lease.release();
+    attempt.end('aborted');
     done(0, 'client-closed');
     return;
   }
@@ -202,17 +233,20 @@ export async function forwardRequestToH2(
   try {
     up = lease.session.request(out, { endStream: !hasBody });
   } catch {
-    lease.done(false);
+    lease.release();
+    attempt.end('transport-error');
     replyHttp1(res, 502, 'upstream-error');
     done(502, 'upstream-error');
     return;
   }
   let status = 0;
   let finished = false;
-  const finish = (ok: boolean, reason: string | undefined): void => {
+  let cancelled = false;
+  const finish = (outcome: RequestOutcome, reason: string | undefined): void => {
     if (finished) return;
     finished = true;
-    lease.done(ok);
+    lease.release();
+    attempt.end(cancelled ? 'aborted' : outcome);
     done(status, reason);
   };
   if (hasBody) req.pipe(up);
@@ -232,12 +266,14 @@ export async function forwardRequestToH2(
     if (code !== NGHTTP2_NO_ERROR || status === 0) {
       if (!res.headersSent) replyHttp1(res, 502, 'upstream-reset');
       else res.destroy();
-      finish(false, 'upstream-reset');
+      finish('transport-error', 'upstream-reset');
       return;
     }
-    finish(status < 500, undefined);
+    finish(streamOutcome(code, status, undefined), undefined);
   });
   res.once('close', () => {
-    if (!up.closed) up.close(NGHTTP2_CANCEL);
+    if (up.closed) return;
+    cancelled = !res.writableFinished;
+    up.close(NGHTTP2_CANCEL);
   });
 }

@@ -362,7 +362,7 @@ export class L7Listener {
       cluster.forward({ method, path, headers, body: hasBody ? req : null }, new Http1ResponseExchange(res, done));
       return;
     }
-    void forwardRequestToH2(req, res, headers, hasBody, cluster.h2, done);
+    void forwardRequestToH2(req, res, headers, hasBody, cluster.cluster, cluster.h2, done);
   }
 
   #onSession(session: Http2Session): void {
@@ -417,7 +417,17 @@ export class L7Listener {
       trustForwarded: this.config.trustForwardedHeaders,
     });
     if (cluster.h2 !== undefined) {
-      void forwardStreamToH2(stream, headers, (flags & 0x1) !== 0, cluster.h2, upHeaders, done, this.#deps.clock);
+      const endStream = (flags & 0x1) !== 0;
+      void forwardStreamToH2(
+        stream,
+        headers,
+        endStream,
+        cluster.cluster,
+        cluster.h2,
+        upHeaders,
+        done,
+        this.#deps.clock,
+      );
       return;
     }
     const endStream = (flags & 0x1) !== 0;

@@ -8,8 +8,10 @@
  *   (`Http1Downstream`) and by `forward()` for HTTP/2 clients and the requests node:http serves
  *   (HTTP/1.0); both pick and retry through `Cluster.acquire()` attempts. The proxy never
  *   calls `Cluster.dispatch`, so the cluster never makes its own undici pools;
- * - `h2` (`H2SessionPool`, `protocol: h2`, gRPC): sessions picked with the cluster's balancer,
- *   stream outcomes fed to the cluster's outlier detector (`Cluster.recordOutcome`).
+ * - `h2` (`H2SessionPool`, `protocol: h2`, gRPC): sessions per endpoint, a transport only;
+ *   each stream takes a `Cluster.acquire()` attempt, so picking, connect retries, load,
+ *   outlier detection and stats are the cluster's, as for `h1`;
+ * - `tcp` listeners take one attempt per client connection from `cluster` (`TcpListener`).
  *
  * It also answers "why can nothing be picked" for 503 replies.
  */
@@ -100,16 +102,13 @@ export class ProxyCluster {
         : (config.tls.servername ?? (config.hostRewrite === undefined ? undefined : serverName(config.hostRewrite)));
     if (h2) {
       this.h2 = new H2SessionPool({
-        balancer: this.cluster.balancer,
         lifetime: new LifetimePolicy(lifetime, random, `clusters.${config.name}.lifetime`),
         connectTimeoutMs: config.connectTimeoutMs,
-        connectRetries: config.retries.connectFailures,
         clock,
         ...(tls === undefined ? {} : { tls }),
-        // Stream outcomes feed the cluster's one outlier detector (and its observer).
-        onStreamEnd: (key, ok, ms) => this.cluster.recordOutcome(key, ok ? 'success' : 'http-error', ms),
         // Sessions count as the endpoints' open connections in the cluster's stats.
         onSessionChange: (key, change) => this.cluster.noteConnection(key, change),
+        onEligibleChange: (listener) => this.cluster.onEligibleChange(listener),
       });
     }
   }

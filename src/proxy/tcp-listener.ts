@@ -1,22 +1,33 @@
 /**
  * An L4 (`tcp`) listener: each client connection is balanced once, when it opens, and then
- * piped byte for byte to its endpoint. `least-connections` uses the cluster's load policy fed
- * with open connections as "in flight" (every connection is counted in the endpoint's
- * `EndpointLoad` from open to close, proxy-wide across all listeners on the cluster); `maglev`
- * hashes the client address (`PickContext.hash = hashKey(remoteAddress)`) so a client keeps
- * its endpoint. `maxConnectionAgeMs` ends connections at their (±10% jittered) age so long
- * connections come back through the balancer; a failed connect tries another endpoint.
+ * piped byte for byte to its endpoint. Each connection is one attempt from the cluster
+ * (`Cluster.acquire()`), held from open to close: the cluster's `requests` count connections,
+ * and `least-connections` uses the cluster's load policy fed with open connections as "in
+ * flight" (proxy-wide across all listeners on the cluster); `maglev` hashes the client address
+ * (`hashKey(remoteAddress)`) so a client keeps its endpoint. A failed upstream connect (refused,
+ * or the connect timeout on the injected clock) goes through `attempt.retry` — the cluster's
+ * one retry policy (`retries.connectFailures`), counted once by the cluster — and the attempt
+ * ends when the upstream connection closes: `success` unless it failed (`transport-error`).
+ * `maxConnectionAgeMs` ends connections at their (±10% jittered) age so long connections come
+ * back through the balancer.
  */
 import net, { type Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { hashKey, type PickContext } from '../balancing/picker.js';
+import { hashKey } from '../balancing/picker.js';
+import type { Attempt, AttemptRequest } from '../cluster/attempt.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { ListenerConfig } from './config-schema.js';
 import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
+import { statusForError } from './local-reply.js';
 import type { ProxyCluster } from './proxy-cluster.js';
+
+const CONNECT_FAILURE = { type: 'connect-failure' } as const;
+/** A connection as the retry policy sees it: nothing is sent before the connect, and it is never "idempotent". */
+const TCP_REQUEST: AttemptRequest = { method: 'CONNECT', replayable: true, responded: false };
 
 export interface TcpListenerDeps {
   readonly cluster: () => ProxyCluster | undefined;
@@ -63,32 +74,28 @@ export class TcpListener {
       client.destroy();
       return;
     }
-    const context: PickContext = {};
-    if (this.config.balance === 'maglev') context.hash = hashKey(client.remoteAddress ?? '');
-    this.#connect(client, cluster, context, cluster.config.retries.connectFailures);
+    const hash = this.config.balance === 'maglev' ? hashKey(client.remoteAddress ?? '') : undefined;
+    this.#connect(client, cluster, cluster.cluster.acquire(undefined, hash));
   }
 
-  #connect(client: Socket, cluster: ProxyCluster, context: PickContext, retries: number): void {
-    if (client.destroyed) return;
-    const picked = cluster.balancer.picker.pick(context);
-    if (picked.type === 'none') {
-      this.#deps.metrics.rejected(this.config.name, picked.reason);
+  #connect(client: Socket, cluster: ProxyCluster, next: Attempt | EvenlbError | undefined): void {
+    if (next === undefined || next instanceof EvenlbError) {
+      if (next !== undefined) this.#deps.metrics.rejected(this.config.name, statusForError(next).reason);
       client.destroy();
       return;
     }
-    const { endpoint, load } = picked;
-    const startMs = load.start();
-    let ended = false;
+    const attempt = next;
+    if (client.destroyed) {
+      attempt.end('aborted');
+      return;
+    }
+    const { endpoint } = attempt;
     let connected = false;
-    const end = (ok: boolean): void => {
-      if (ended) return;
-      ended = true;
-      load.end(startMs, ok);
-    };
+    let failed = false;
     const upstream = net.connect({ host: endpoint.address, port: endpoint.port, noDelay: true });
     const clock = this.#deps.clock;
     const timer = clock.setTimeout(
-      () => upstream.destroy(new Error('connect timeout')),
+      () => upstream.destroy(new EvenlbError(ErrorCodes.CONNECT_FAILED, `connect to ${endpoint.key} timed out`)),
       cluster.config.connectTimeoutMs,
     );
     let ageTimer: TimerHandle | undefined;
@@ -113,25 +120,24 @@ export class TcpListener {
         );
       }
     });
-    upstream.on('error', (err: NodeJS.ErrnoException) => {
+    upstream.on('error', (err: Error) => {
       timer.cancel();
-      if (!connected) {
-        end(false);
-        if (retries > 0) {
-          context.exclude = endpoint.key;
-          this.#connect(client, cluster, context, retries - 1);
-          return;
-        }
-        this.#deps.logger.warn({ endpoint: endpoint.key, err: err.message }, 'tcp connect failed');
+      if (connected) {
+        failed = true;
         client.destroy();
         return;
       }
-      client.destroy();
+      // Nothing was sent: the cluster's retry policy decides whether another endpoint is tried.
+      const retry = attempt.retry(CONNECT_FAILURE, TCP_REQUEST);
+      if (retry === undefined)
+        this.#deps.logger.warn({ endpoint: endpoint.key, err: err.message }, 'tcp connect failed');
+      this.#connect(client, cluster, retry);
     });
     upstream.once('close', () => {
       timer.cancel();
       ageTimer?.cancel();
-      end(true);
+      // After a failed connect the attempt has already ended (retry); this end is then ignored.
+      attempt.end(connected ? (failed ? 'transport-error' : 'success') : 'aborted');
       if (connected) {
         cluster.cluster.noteConnection(endpoint.key, 'closed');
         client.destroy();

@@ -1,18 +1,17 @@
 /**
- * `H2SessionPool` against real node:http2 servers: streams are balanced one by one over the
- * endpoints while sharing one session per endpoint; the shared `LifetimePolicy` retires a
+ * `H2SessionPool` against real node:http2 servers, as the transport it is (the cluster picks
+ * and retries): streams to one endpoint share a session; the shared `LifetimePolicy` retires a
  * session after `maxRequestsPerConnection` streams (a new one opens, the old one closes once
- * its streams end); a refused connect moves on to another endpoint; and no eligible endpoint
- * gives a `none` result with the balancer's reason.
+ * its streams end); the peer's `maxConcurrentStreams` opens another session; an endpoint that
+ * leaves the eligible set is drained (its open stream finishes, the next stream gets a new
+ * session once it is back); a refused connect answers `ready: false`.
  */
 import http2 from 'node:http2';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Balancer } from '../../src/balancing/balancer.js';
-import type { EndpointInput } from '../../src/core/endpoint.js';
-import { EndpointSet } from '../../src/core/endpoint-set.js';
+import { createEndpoint, type Endpoint } from '../../src/core/endpoint.js';
 import { SeededRandom } from '../../src/core/random.js';
-import { type H2Lease, H2SessionPool } from '../../src/pool/h2-session-pool.js';
+import { type H2SessionLease, H2SessionPool } from '../../src/pool/h2-session-pool.js';
 import { LifetimePolicy } from '../../src/pool/lifetime-policy.js';
 
 interface H2Backend {
@@ -38,18 +37,19 @@ async function h2Backend(name: string, address: string): Promise<H2Backend> {
   return b;
 }
 
-function send(lease: H2Lease): Promise<string> {
+async function send(lease: H2SessionLease): Promise<string> {
+  if (!(await lease.ready)) throw new Error(`connect to ${lease.endpointKey} failed`);
   return new Promise((resolve, reject) => {
     const req = lease.session.request({ ':path': '/' }, { endStream: true });
     let body = '';
     req.setEncoding('utf8');
     req.on('data', (c: string) => (body += c));
     req.on('end', () => {
-      lease.done(true);
+      lease.release();
       resolve(body);
     });
     req.on('error', (e) => {
-      lease.done(false);
+      lease.release();
       reject(e);
     });
   });
@@ -65,31 +65,20 @@ afterAll(async () => {
   for (const b of backends) b.server.close();
 });
 
-function balancerFor(endpoints: EndpointInput[]): Balancer {
-  const balancer = new Balancer({ policy: 'round-robin', random: new SeededRandom(7) });
-  balancer.update(EndpointSet.from(endpoints));
-  return balancer;
-}
+const endpointOf = (b: H2Backend): Endpoint => createEndpoint({ address: b.address, port: b.port });
 
 describe('H2SessionPool', () => {
-  it('balances streams one by one and retires sessions after maxRequestsPerConnection streams', async () => {
+  it('shares a session per endpoint and retires it after maxRequestsPerConnection streams', async () => {
     for (const b of backends) {
       b.streams = 0;
       b.sessions = 0;
     }
-    const balancer = balancerFor(backends);
     const pool = new H2SessionPool({
-      balancer,
       lifetime: new LifetimePolicy({ maxRequestsPerConnection: 5 }, new SeededRandom(1)),
       connectTimeoutMs: 2000,
-      connectRetries: 1,
     });
     const answers: string[] = [];
-    for (let i = 0; i < 20; i++) {
-      const a = await pool.acquire({});
-      if (a.type !== 'lease') throw new Error(a.reason);
-      answers.push(await send(a.lease));
-    }
+    for (let i = 0; i < 20; i++) answers.push(await send(pool.connectionFor(endpointOf(backends[i % 2] as H2Backend))));
     expect(answers.filter((x) => x === 'h1')).toHaveLength(10);
     expect(answers.filter((x) => x === 'h2')).toHaveLength(10);
     // 10 streams per endpoint, 5 per session: 2 sessions each.
@@ -98,38 +87,70 @@ describe('H2SessionPool', () => {
     await pool.close();
   });
 
-  it('tries another endpoint when a connect is refused', async () => {
+  it("opens another session when the peer's maxConcurrentStreams is reached", async () => {
+    const server = http2.createServer({ settings: { maxConcurrentStreams: 2 } });
+    const held: http2.ServerHttp2Stream[] = [];
+    server.on('stream', (stream) => {
+      stream.respond({ ':status': 200 });
+      held.push(stream);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.141', r));
+    const endpoint = createEndpoint({ address: '127.0.0.141', port: (server.address() as net.AddressInfo).port });
+    const pool = new H2SessionPool({ lifetime: new LifetimePolicy({}, new SeededRandom(1)), connectTimeoutMs: 2000 });
+    const first = pool.connectionFor(endpoint);
+    expect(await first.ready).toBe(true);
+    // Once the peer's SETTINGS have arrived, two places fit on the first session.
+    for (let i = 0; i < 500 && first.session.remoteSettings?.maxConcurrentStreams !== 2; i++) {
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    expect(first.session.remoteSettings?.maxConcurrentStreams).toBe(2);
+    const second = pool.connectionFor(endpoint);
+    const third = pool.connectionFor(endpoint);
+    expect(second.session === first.session).toBe(true);
+    expect(third.session === first.session).toBe(false);
+    expect(await third.ready).toBe(true);
+    expect(pool.opened).toBe(2);
+    for (const l of [first, second, third]) l.release();
+    for (const s of held) s.close();
+    await pool.destroy();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  it('drains an endpoint that leaves the eligible set: its open stream finishes, new streams get a new session', async () => {
+    let publish: (eligible: ReadonlySet<string>) => void = () => {};
+    const pool = new H2SessionPool({
+      lifetime: new LifetimePolicy({}, new SeededRandom(1)),
+      connectTimeoutMs: 2000,
+      onEligibleChange: (listener) => {
+        publish = listener;
+        return () => {
+          publish = () => {};
+        };
+      },
+    });
+    const endpoint = endpointOf(backends[0] as H2Backend);
+    const open = pool.connectionFor(endpoint);
+    expect(await open.ready).toBe(true);
+    const closed = new Promise<void>((r) => open.session.once('close', () => r()));
+    publish(new Set([endpointOf(backends[1] as H2Backend).key]));
+    // Still in use: the stream finishes on the drained session, which then closes.
+    expect(await send(open)).toBe('h1');
+    await closed;
+    const next = pool.connectionFor(endpoint);
+    expect(next.session === open.session).toBe(false);
+    expect(await send(next)).toBe('h1');
+    await pool.close();
+  });
+
+  it("answers ready: false for a refused connect (the caller's attempt retries elsewhere)", async () => {
     const probe = net.createServer();
     await new Promise<void>((r) => probe.listen(0, '127.0.0.139', r));
     const deadPort = (probe.address() as net.AddressInfo).port;
     await new Promise<void>((r) => probe.close(() => r()));
-    const balancer = balancerFor([{ address: '127.0.0.139', port: deadPort }, backends[0] as H2Backend]);
-    const pool = new H2SessionPool({
-      balancer,
-      lifetime: new LifetimePolicy({}, new SeededRandom(1)),
-      connectTimeoutMs: 2000,
-      connectRetries: 1,
-    });
-    for (let i = 0; i < 4; i++) {
-      const a = await pool.acquire({});
-      if (a.type !== 'lease') throw new Error(a.reason);
-      expect(await send(a.lease)).toBe('h1');
-    }
-    expect(balancer.loads.peek(`127.0.0.139:${deadPort}`)?.errors).toBeGreaterThan(0);
+    const pool = new H2SessionPool({ lifetime: new LifetimePolicy({}, new SeededRandom(1)), connectTimeoutMs: 2000 });
+    const lease = pool.connectionFor(createEndpoint({ address: '127.0.0.139', port: deadPort }));
+    expect(await lease.ready).toBe(false);
+    lease.release();
     await pool.destroy();
-  });
-
-  it('reports why nothing can be picked', async () => {
-    const balancer = balancerFor([{ address: '127.0.0.140', port: 1, conditions: { ready: false, serving: false } }]);
-    const pool = new H2SessionPool({
-      balancer,
-      lifetime: new LifetimePolicy({}, new SeededRandom(1)),
-      connectTimeoutMs: 500,
-      connectRetries: 0,
-    });
-    const a = await pool.acquire({});
-    expect(a.type).toBe('none');
-    if (a.type === 'none') expect(a.reason).toBe('none-ready');
-    await pool.close();
   });
 });
