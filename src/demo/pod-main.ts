@@ -16,10 +16,9 @@
  * requests slowly, and clients that send one request at a time then give it fewer requests
  * whatever the balancing does. Warm-up requests are not counted. With `--fair-share-peers` the
  * pod also asks itself for its load document (a twelfth as many times) over the load
- * exchange's own client, so that
- * path (undici's client, the answer on the server side) is warm too: once listed, a pod asks
- * every peer and is asked by every peer ten times a second, and a cold exchange stalled the
- * new pod's event loop for over 100 ms at a time in its first second.
+ * exchange's own client, so that path (undici's client, the answer on the server side) is warm
+ * too: once listed, a pod asks every peer and is asked by every peer ten times a second, and a
+ * cold exchange stalled the new pod's event loop for over 100 ms at a time in its first second.
  *
  * Usage (spawned by the demo): `node pod.js --name pod-1 --address 127.0.1.1 [--port 0]
  *   [--recycle-max-requests N] [--recycle-max-age-ms MS] [--recycle-grace-ms MS]
