@@ -15,7 +15,7 @@
  * readiness probe passes: on a busy machine a cold Node process answers its first few hundred
  * requests slowly, and clients that send one request at a time then give it fewer requests
  * whatever the balancing does. Warm-up requests are not counted. With `--fair-share-peers` the
- * pod also asks itself for its load document (a twelfth as many times) over the load
+ * pod also asks itself for its load document (a 24th as many times) over the load
  * exchange's own client, so that path (undici's client, the answer on the server side) is warm
  * too: once listed, a pod asks every peer and is asked by every peer ten times a second, and a
  * cold exchange stalled the new pod's event loop for over 100 ms at a time in its first second.
@@ -171,7 +171,7 @@ async function main(): Promise<void> {
     const port = (server.address() as AddressInfo).port;
     const warmUpCount = Number(values['warm-up-requests']);
     warmUp(address, port, warmUpCount)
-      .then(() => (peers === undefined ? undefined : warmUpLoadExchange(address, port, warmUpCount / 12, metric)))
+      .then(() => (peers === undefined ? undefined : warmUpLoadExchange(address, port, warmUpCount / 24, metric)))
       .then(
         () => sendToParent({ type: 'listening', address, port, pid: process.pid }),
         (err: unknown) => {
@@ -209,8 +209,8 @@ async function warmUp(address: string, port: number, count: number): Promise<voi
 /**
  * Asks this pod's own load document `count` times (4 at a time) through the load exchange's
  * client (a new connection each, as the exchange does), so both ends of the exchange are
- * compiled before the pod is listed. A hundred questions take about a second on a busy
- * machine and are enough: the first few compile the code, the rest let it be optimised.
+ * compiled before the pod is listed. Fifty questions take under a second on a busy machine
+ * and are enough: the first few compile the code, the rest let it be optimised.
  */
 async function warmUpLoadExchange(
   address: string,
