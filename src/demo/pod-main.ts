@@ -14,7 +14,11 @@
  * reports `listening` (so before the demo lists it), as services with a JIT warm up before their
  * readiness probe passes: on a busy machine a cold Node process answers its first few hundred
  * requests slowly, and clients that send one request at a time then give it fewer requests
- * whatever the balancing does. Warm-up requests are not counted.
+ * whatever the balancing does. Warm-up requests are not counted. With `--fair-share-peers` the
+ * pod also asks itself for its load document (a 24th as many times) over the load
+ * exchange's own client, so that path (undici's client, the answer on the server side) is warm
+ * too: once listed, a pod asks every peer and is asked by every peer ten times a second, and a
+ * cold exchange stalled the new pod's event loop for over 100 ms at a time in its first second.
  *
  * Usage (spawned by the demo): `node pod.js --name pod-1 --address 127.0.1.1 [--port 0]
  *   [--recycle-max-requests N] [--recycle-max-age-ms MS] [--recycle-grace-ms MS]
@@ -29,6 +33,8 @@ import { parseArgs } from 'node:util';
 import type { FairShareLoadMetric } from '../balancing/fair-share/fair-share-options.js';
 import { systemClock } from '../core/clock.js';
 import { SeededRandom } from '../core/random.js';
+import { DEFAULT_LOAD_PATH } from '../server/fair-share/fair-share-options.js';
+import { LoadExchangeClient } from '../server/fair-share/load-exchange.js';
 import { recycleConnections } from '../server/recycle-connections.js';
 import { listenToParent, sendToParent } from './child-channel.js';
 
@@ -109,6 +115,7 @@ async function main(): Promise<void> {
   const maxRequests = values['recycle-max-requests'];
   const maxAge = values['recycle-max-age-ms'];
   const peers = values['fair-share-peers'];
+  const metric = values['fair-share-load-metric'] as FairShareLoadMetric | undefined;
   const num = (v: string | undefined): number | undefined => (v === undefined ? undefined : Number(v));
   if (maxRequests !== undefined || maxAge !== undefined || peers !== undefined) {
     recycleConnections(server, {
@@ -130,9 +137,7 @@ async function main(): Promise<void> {
               ...optional('maxShedFraction', num(values['fair-share-max-shed-fraction'])),
               ...optional('peersPerPeriod', num(values['fair-share-peers-per-period'])),
               ...optional('peerTtlMs', num(values['fair-share-peer-ttl-ms'])),
-              ...(values['fair-share-load-metric'] === undefined
-                ? {}
-                : { loadMetric: values['fair-share-load-metric'] as FairShareLoadMetric }),
+              ...(metric === undefined ? {} : { loadMetric: metric }),
             },
           }),
     });
@@ -164,13 +169,19 @@ async function main(): Promise<void> {
 
   server.listen({ host: address, port: Number(values.port) }, () => {
     const port = (server.address() as AddressInfo).port;
-    warmUp(address, port, Number(values['warm-up-requests'])).then(
-      () => sendToParent({ type: 'listening', address, port, pid: process.pid }),
-      (err: unknown) => {
-        sendToParent({ type: 'error', message: `warm-up failed: ${err instanceof Error ? err.message : String(err)}` });
-        process.exit(1);
-      },
-    );
+    const warmUpCount = Number(values['warm-up-requests']);
+    warmUp(address, port, warmUpCount)
+      .then(() => (peers === undefined ? undefined : warmUpLoadExchange(address, port, warmUpCount / 24, metric)))
+      .then(
+        () => sendToParent({ type: 'listening', address, port, pid: process.pid }),
+        (err: unknown) => {
+          sendToParent({
+            type: 'error',
+            message: `warm-up failed: ${err instanceof Error ? err.message : String(err)}`,
+          });
+          process.exit(1);
+        },
+      );
   });
   server.on('error', (err) => {
     sendToParent({ type: 'error', message: err.message });
@@ -192,6 +203,42 @@ async function warmUp(address: string, port: number, count: number): Promise<voi
     );
   } finally {
     agent.destroy();
+  }
+}
+
+/**
+ * Asks this pod's own load document `count` times (4 at a time) through the load exchange's
+ * client (a new connection each, as the exchange does), so both ends of the exchange are
+ * compiled before the pod is listed. Fifty questions take under a second on a busy machine
+ * and are enough: the first few compile the code, the rest let it be optimised.
+ */
+async function warmUpLoadExchange(
+  address: string,
+  port: number,
+  count: number,
+  metric: FairShareLoadMetric | undefined,
+): Promise<void> {
+  if (!(count > 0)) return;
+  const client = new LoadExchangeClient({
+    clock: systemClock,
+    timeoutMs: 5000,
+    metric: metric ?? 'requests-per-second',
+    path: DEFAULT_LOAD_PATH,
+    tls: false,
+  });
+  const askLoop = async (n: number): Promise<void> => {
+    for (let i = 0; i < n; i++) {
+      const answer = await client.ask(address, port);
+      if (!answer.ok) throw new Error(`load exchange warm-up: ${answer.error}`);
+    }
+  };
+  try {
+    // As many questions at once as a listed pod asks per period (its peers), in less time.
+    await Promise.all(
+      Array.from({ length: WARM_UP_CONNECTIONS }, () => askLoop(Math.ceil(count / WARM_UP_CONNECTIONS))),
+    );
+  } finally {
+    await client.close();
   }
 }
 

@@ -43,7 +43,10 @@ const RECYCLE_ARGS = ['--recycle-max-requests', '100', '--recycle-max-age-ms', '
  * at the same rate over one connection, so a connection is an exact, noise-free unit of load;
  * requests per second over a 300 ms window swing by ±50% on a busy machine and the fleet then
  * sheds on noise and fills the new pod late — the library's default stays requests/s), ask all
- * 4 peers each period (answers older than 200 ms no longer count), wait 100 ms after shedding,
+ * 4 peers each period (answers older than 200 ms no longer count), wait 50 ms after shedding
+ * (less than the shortest jittered period, so a pod may shed in every period: a connection count
+ * shows a shed at once, and a re-dial takes a few ms; with 100 ms, a period drawn shorter than
+ * 100 ms held and the next shed came two periods later, which slowed the new pod's filling),
  * warm up for 600 ms after being listed, shed up to half the connections per decision; the
  * default 10% tolerance; a 60 s age limit behind it as a ceiling.
  */
@@ -57,7 +60,7 @@ const FAIR_SHARE_ARGS = [
   '--fair-share-warmup-ms',
   '600',
   '--fair-share-cooldown-ms',
-  '100',
+  '50',
   '--fair-share-max-shed-fraction',
   '0.5',
   '--fair-share-peers-per-period',

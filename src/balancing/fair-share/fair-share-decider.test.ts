@@ -86,6 +86,26 @@ describe('FairShareDecider', () => {
     expect(d.decide({ ...input, nowMs: 1100 }).type).toBe('shed');
   });
 
+  it('regression: the connections load is not reduced a second time by its own sheds (it counts only open, non-retiring connections)', () => {
+    // Before, each shed was also taken off the measured count for a whole window: a pod back at
+    // 5 of mean 4 after its re-dials returned looked like 3 and held, so a new pod filled slowly.
+    const o = parseFairShareDecision('test', {
+      loadMetric: 'connections',
+      windowMs: 300,
+      cooldownMs: 100,
+      maxShedFraction: 0.5,
+    });
+    const d = new FairShareDecider(o, -1e9);
+    const input = { ownLoad: 5, peerLoads: [5, 5, 5, 0], connectionLoads: [1, 1, 1, 1, 1] };
+    expect(d.decide({ ...input, nowMs: 0 })).toMatchObject({ type: 'shed', connections: [0, 1] });
+    // 100 ms later both re-dials came back to this pod (5 again), the new one still at 0: shed again.
+    expect(d.decide({ ...input, nowMs: 100 })).toMatchObject({ type: 'shed', connections: [0, 1] });
+    // A pod now at the mean holds.
+    expect(
+      d.decide({ ...input, ownLoad: 4, peerLoads: [5, 5, 4, 2], connectionLoads: [1, 1, 1, 1], nowMs: 200 }),
+    ).toMatchObject({ type: 'hold', reason: 'within-share' });
+  });
+
   it('has hysteresis: starts above 1 + tolerance, stops at 1 + tolerance × stopFraction', () => {
     const d = new FairShareDecider(parseFairShareDecision('test', { cooldownMs: 0, windowMs: 10 }), -1e9);
     let now = 0;

@@ -20,10 +20,13 @@
  *   excess (closing it brings the pod closer to the mean rather than past it; when filling, the
  *   total closed stays within twice the excess); at most `maxShedFraction` of the connections
  *   per period (the churn budget; at least one).
- * - After shedding, `cooldownMs` passes before the next decision. Until the load window has
- *   moved past a shed (`windowMs`), the load of the connections it closed is taken off the
- *   pod's measured load, so a cooldown shorter than the window does not shed the same excess
- *   twice.
+ * - After shedding, `cooldownMs` passes before the next decision. With a windowed load
+ *   (requests per second, in-flight), until the window has moved past a shed (`windowMs`) the
+ *   load of the connections it closed is taken off the pod's measured load, so a cooldown
+ *   shorter than the window does not shed the same excess twice. The `connections` load is a
+ *   count taken now, without a window: a retiring connection is no longer in it (the callers
+ *   count only open, non-retiring connections), so nothing is taken off — doing so would count
+ *   every shed twice and hold a pod below its real load for a whole window after each shed.
  */
 import type { Random } from '../../core/random.js';
 import type { ResolvedFairShareDecision } from './fair-share-options.js';
@@ -64,7 +67,7 @@ export class FairShareDecider {
   #readySinceMs: number;
   #shedding = false;
   #cooldownUntilMs = Number.NEGATIVE_INFINITY;
-  /** Sheds the load window has not fully seen yet: their load, and when the window will have. */
+  /** Sheds a windowed load has not fully seen yet: their load, and when the window will have. */
   #pending: { load: number; untilMs: number }[] = [];
 
   /** `readySinceMs`: when the pod became ready (the warm-up counts from there). */
@@ -115,7 +118,7 @@ export class FairShareDecider {
     this.#cooldownUntilMs = input.nowMs + o.cooldownMs;
     let shedLoad = 0;
     for (const i of picked) shedLoad += input.connectionLoads[i] as number;
-    this.#pending.push({ load: shedLoad, untilMs: input.nowMs + o.windowMs });
+    if (o.loadMetric !== 'connections') this.#pending.push({ load: shedLoad, untilMs: input.nowMs + o.windowMs });
     return { type: 'shed', connections: picked, meanLoad: mean, share };
   }
 }
