@@ -9,6 +9,7 @@
  * proportion to weight.
  */
 import { opt, type Parsed, parseOptions } from '../../../core/options.js';
+import { loadIndices } from '../../endpoint-load.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy } from '../../policy.js';
 import { bestOfChoices } from '../../sampling/best-of-choices.js';
@@ -33,14 +34,12 @@ export const leastRequestPolicy: BalancingPolicy<LeastRequestOptions> = {
       build(endpoints: readonly TrackedEndpoint[]): PickFn {
         const results: readonly Picked[] = endpoints.map((t) => t.result);
         const loads = endpoints.map((t) => t.load);
+        // The hot path reads in-flight counts from the tracker's dense array, not the handles.
+        const at = loadIndices(loads);
+        const inFlight =
+          at === undefined ? (i: number) => loads[i]!.inFlight : (i: number) => at.tracker.inFlightAt(at.indices[i]!);
         if (weightsUniform(endpoints)) {
-          return bestOfChoices(
-            results,
-            random,
-            options.choiceCount,
-            undefined,
-            (i, j) => loads[i]!.inFlight < loads[j]!.inFlight,
-          );
+          return bestOfChoices(results, random, options.choiceCount, undefined, (i, j) => inFlight(i) < inFlight(j));
         }
         const weights = endpointWeights(endpoints);
         const perWeight = inverseRelativeWeights(weights);
@@ -49,7 +48,7 @@ export const leastRequestPolicy: BalancingPolicy<LeastRequestOptions> = {
           random,
           options.choiceCount,
           weights,
-          (i, j) => loads[i]!.inFlight * perWeight[i]! < loads[j]!.inFlight * perWeight[j]!,
+          (i, j) => inFlight(i) * perWeight[i]! < inFlight(j) * perWeight[j]!,
         );
       },
     };

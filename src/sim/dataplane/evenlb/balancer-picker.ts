@@ -13,8 +13,14 @@
  * (it fails, as a refused connection would). Zone routing knows a balancer's zone only when
  * it serves one client (one balancer per client): a replica serving clients of several zones
  * routes without a zone. The pick context is reused per client, so a pick allocates nothing.
+ *
+ * Per request the work stays in typed arrays: the picked record's index maps to its pod
+ * through a per-balancer table (filled on first use, cleared whenever the balancer publishes a
+ * new picker, as only then can an index change hands), and the request ends through the
+ * balancer's `LoadTracker` by index.
  */
 import { Balancer } from '../../../balancing/balancer.js';
+import type { LoadTracker } from '../../../balancing/endpoint-load.js';
 import type { PickContext } from '../../../balancing/picker.js';
 import type { SimClient } from '../../model/sim-client.js';
 import type { SimPod } from '../../model/sim-pod.js';
@@ -36,6 +42,9 @@ export function balancerCount(ctx: SimulationContext, kind: 'load' | 'hash'): nu
 export class BalancerPicker implements RequestPicker {
   readonly #ctx: SimulationContext;
   readonly #balancers: Balancer[] = [];
+  readonly #trackers: LoadTracker[] = [];
+  /** Per balancer: pod index + 1 by load-record index; 0 = not looked up since the last picker. */
+  readonly #podByRecord: Int32Array[] = [];
   readonly #pickContexts: PickContext[];
   readonly #lag: DiscoveryLag | undefined;
   /** Draw a fresh random key per request (hash policies keyed by request); load policies ignore keys. */
@@ -65,6 +74,16 @@ export class BalancerPicker implements RequestPicker {
         }),
       );
     }
+    for (const [i, b] of this.#balancers.entries()) {
+      this.#trackers.push(b.loads);
+      this.#podByRecord.push(new Int32Array(0));
+      b.onPicker((picker) => {
+        const table = this.#podByRecord[i] as Int32Array;
+        const size = picker.endpoints.reduce((max, t) => Math.max(max, t.load.index + 1), 0);
+        if (table.length < size) this.#podByRecord[i] = new Int32Array(Math.max(size, 2 * table.length));
+        else table.fill(0);
+      });
+    }
     this.#pickContexts = ctx.clients.map((c) => ({ hash: c.addressHash }));
     const lag = ctx.scenario.clients.discoveryLag;
     this.#lag = lag === undefined ? undefined : new DiscoveryLag(ctx, this.#balancers, lag);
@@ -78,22 +97,38 @@ export class BalancerPicker implements RequestPicker {
 
   pick(client: SimClient, slot: number): SimPod | undefined {
     const balancers = this.#balancers;
-    const balancer = balancers[balancers.length === 1 ? 0 : client.index % balancers.length] as Balancer;
+    const b = balancers.length === 1 ? 0 : client.index % balancers.length;
     const context = this.#pickContexts[client.index] as PickContext;
     if (this.#requestKeys) context.hash = (this.#ctx.streams.requestKeys.next() * 4294967296) >>> 0;
-    const picked = balancer.picker.pick(context);
+    const picked = (balancers[b] as Balancer).picker.pick(context);
     if (picked.type === 'none') return undefined;
-    const pod = this.#ctx.podOf(picked.endpoint);
+    const index = picked.load.index;
+    const table = this.#podByRecord[b] as Int32Array;
+    let pod: SimPod | undefined;
+    const known = table[index] as number;
+    if (known > 0) {
+      pod = this.#ctx.pods[known - 1];
+    } else {
+      pod = this.#ctx.podOf(picked.endpoint);
+      if (pod !== undefined) table[index] = pod.index + 1;
+    }
     // Only a stale view can hold a pod that is gone: the dial is refused.
     if (pod === undefined || pod.state === 'gone') return undefined;
     const requests = this.#ctx.requests;
-    requests.load[slot] = picked.load;
-    requests.loadStartMs[slot] = picked.load.start();
+    requests.loadOwner[slot] = b;
+    requests.loadIndex[slot] = index;
+    requests.loadStartMs[slot] = (this.#trackers[b] as LoadTracker).startAt(index);
     return pod;
   }
 
   done(slot: number): void {
     const requests = this.#ctx.requests;
-    requests.load[slot]?.end(requests.loadStartMs[slot] as number, true);
+    const b = requests.loadOwner[slot] as number;
+    if (b < 0) return;
+    (this.#trackers[b] as LoadTracker).endAt(
+      requests.loadIndex[slot] as number,
+      requests.loadStartMs[slot] as number,
+      true,
+    );
   }
 }
