@@ -22,21 +22,61 @@
 import { Balancer } from '../../../balancing/balancer.js';
 import type { LoadTracker } from '../../../balancing/endpoint-load.js';
 import type { PickContext } from '../../../balancing/picker.js';
+import { ErrorCodes, EvenlbError } from '../../../core/errors.js';
 import type { SimClient } from '../../model/sim-client.js';
 import type { SimPod } from '../../model/sim-pod.js';
 import type { SimulationContext } from '../../model/simulation-context.js';
 import { zoneName } from '../../model/zones.js';
+import type { Scenario } from '../../scenario/scenario-spec.js';
+import { clientCount } from '../../scenario/scenario-text.js';
 import type { RequestPicker } from '../per-request-router.js';
 import { DiscoveryLag } from './discovery-lag.js';
 
 /** How many balancers a scenario runs, and which one serves client `i` (`i % count`). */
 export function balancerCount(ctx: SimulationContext, kind: 'load' | 'hash'): number {
-  const c = ctx.scenario.clients;
-  if (c.balancers !== undefined) return Math.min(c.balancers, ctx.clients.length);
+  return scenarioBalancers(ctx.scenario, ctx.clients.length, kind);
+}
+
+function scenarioBalancers(s: Scenario, clients: number, kind: 'load' | 'hash'): number {
+  const c = s.clients;
+  if (c.balancers !== undefined) return Math.min(c.balancers, clients);
   // A hash policy's pick depends only on the request key and the endpoint set (it reads no
   // load signal and draws no random number when given a key), so every client's balancer
   // would build the same table: one shared balancer picks identically at 1/N of the cost.
-  return c.balancerScope === 'shared' || kind === 'hash' ? 1 : ctx.clients.length;
+  return c.balancerScope === 'shared' || kind === 'hash' ? 1 : clients;
+}
+
+/**
+ * The most load records (balancers × pods) a simulation may keep. Every balancer holds one
+ * record per endpoint with its picker entries, a few hundred bytes in all: 4 × 10^6 is about
+ * 1.5 GB, the most that fits the default heap beside the rest of a large run.
+ */
+export const MAX_LOAD_RECORDS = 4_000_000;
+
+/**
+ * Throws an `EVENLB_INVALID_OPTION` error, before anything runs, when the scenario's evenlb
+ * balancers would keep more than `MAX_LOAD_RECORDS` load records: each balancer tracks every
+ * pod, so 10,000 per-client balancers over 10,000 pods are 10^8 records — a run that would
+ * exhaust the heap after minutes. The message names the product and both ways out.
+ */
+export function checkLoadRecords(s: Scenario, dataplane: string, kind: 'load' | 'hash'): void {
+  const clients = clientCount(s);
+  const balancers = scenarioBalancers(s, clients, kind);
+  let pods = s.pods.count;
+  for (const e of s.events ?? []) if (e.type === 'scale') pods = Math.max(pods, e.pods);
+  const records = balancers * pods;
+  if (records <= MAX_LOAD_RECORDS) return;
+  const n = (x: number): string => x.toLocaleString('en-US');
+  const scope =
+    s.clients.balancers === undefined ? ` (balancer scope "${s.clients.balancerScope}": one per client)` : '';
+  throw new EvenlbError(
+    ErrorCodes.INVALID_OPTION,
+    `${dataplane}: ${n(balancers)} balancers${scope} × ${n(pods)} pods = ${n(records)} load records, ` +
+      `more than the simulator's limit of ${n(MAX_LOAD_RECORDS)} (each balancer tracks every pod); ` +
+      `use --balancers M with M × ${n(pods)} <= ${n(MAX_LOAD_RECORDS)} (M = ${n(Math.max(1, Math.floor(MAX_LOAD_RECORDS / pods)))} at most: ` +
+      'independent replicas, each its own view) or --balancer-scope shared (one balancer for all clients)',
+    { details: { field: 'clients.balancers', expected: `balancers × pods <= ${MAX_LOAD_RECORDS}` } },
+  );
 }
 
 export class BalancerPicker implements RequestPicker {
