@@ -87,8 +87,8 @@ export class EndpointLoad {
   }
 
   /**
-   * `tracker` is for `LoadTracker.get()` only (it passes itself; `clock` and `options` are then
-   * the tracker's). Without it the record is stand-alone.
+   * `tracker` is for `LoadTracker.get()` only (it passes itself for a key it does not hold yet;
+   * `clock` and `options` are then the tracker's). Without it the record is stand-alone.
    */
   constructor(key: string, clock: Clock, options: LoadOptions = defaultLoadOptions, tracker?: LoadTracker) {
     this.key = key;
@@ -358,7 +358,6 @@ export class LoadTracker {
   }
 
   #attach(load: EndpointLoad): number {
-    if (this.#loads.has(load.key)) throw new Error(`load tracker: a record for ${load.key} exists already`);
     let index = this.#free.pop();
     if (index === undefined) {
       index = this.#used++;
