@@ -232,7 +232,11 @@ export class LoadTracker {
   readonly #decayMs: number;
   readonly #defaultRttMs: number;
   readonly #loads = new Map<string, EndpointLoad>();
-  #inFlight = new Int32Array(INITIAL_CAPACITY);
+  /**
+   * Requests in flight by record index: the array pickers compare. Read-only for callers, and
+   * replaced when the tracker grows — read it through the tracker on every use, never keep it.
+   */
+  inFlightCounts = new Int32Array(INITIAL_CAPACITY);
   #stats = new Float64Array(INITIAL_CAPACITY * STRIDE);
   /** Indices handed out so far (free or in use). */
   #used = 0;
@@ -263,7 +267,7 @@ export class LoadTracker {
   /** Drops records not in `keep` that have nothing in flight. */
   prune(keep: ReadonlySet<string> | { has(key: string): boolean }): void {
     for (const [key, load] of this.#loads) {
-      if (keep.has(key) || this.#inFlight[load.index] !== 0) continue;
+      if (keep.has(key) || this.inFlightCounts[load.index] !== 0) continue;
       this.#loads.delete(key);
       this.#detach(load);
     }
@@ -275,13 +279,13 @@ export class LoadTracker {
 
   /** Requests in flight on record `index`. */
   inFlightAt(index: number): number {
-    return this.#inFlight[index] as number;
+    return this.inFlightCounts[index] as number;
   }
 
   /** `EndpointLoad.start()` of record `index`. */
   startAt(index: number): number {
     const row = index * STRIDE;
-    this.#inFlight[index] = (this.#inFlight[index] as number) + 1;
+    this.inFlightCounts[index] = (this.inFlightCounts[index] as number) + 1;
     this.#stats[row + REQUESTS] = (this.#stats[row + REQUESTS] as number) + 1;
     return this.clock.now();
   }
@@ -292,7 +296,7 @@ export class LoadTracker {
    * index stays valid until they end.
    */
   endAt(index: number, startMs: number, ok: boolean): void {
-    const inFlight = this.#inFlight;
+    const inFlight = this.inFlightCounts;
     const current = inFlight[index] as number;
     if (current > 0) inFlight[index] = current - 1;
     const now = this.clock.now();
@@ -353,7 +357,7 @@ export class LoadTracker {
 
   /** @internal Sets a field of record `index`; field -1 is the in-flight count. */
   setField(index: number, field: number, value: number): void {
-    if (field < 0) this.#inFlight[index] = value;
+    if (field < 0) this.inFlightCounts[index] = value;
     else this.#stats[index * STRIDE + field] = value;
   }
 
@@ -361,10 +365,10 @@ export class LoadTracker {
     let index = this.#free.pop();
     if (index === undefined) {
       index = this.#used++;
-      if (index === this.#inFlight.length) this.#grow();
+      if (index === this.inFlightCounts.length) this.#grow();
     }
     const row = index * STRIDE;
-    this.#inFlight[index] = 0;
+    this.inFlightCounts[index] = 0;
     this.#stats.fill(0, row, row + STRIDE);
     this.#stats[row + RTT_MS] = this.#defaultRttMs;
     this.#stats[row + STAMP_MS] = this.clock.now();
@@ -377,7 +381,7 @@ export class LoadTracker {
     const index = load.index;
     const own = new LoadTracker(this.clock, this.options);
     const row = index * STRIDE;
-    own.#inFlight[0] = this.#inFlight[index] as number;
+    own.inFlightCounts[0] = this.inFlightCounts[index] as number;
     own.#stats.set(this.#stats.subarray(row, row + STRIDE), 0);
     own.#used = 1;
     own.#loads.set(load.key, load);
@@ -386,9 +390,9 @@ export class LoadTracker {
   }
 
   #grow(): void {
-    const inFlight = new Int32Array(this.#inFlight.length * 2);
-    inFlight.set(this.#inFlight);
-    this.#inFlight = inFlight;
+    const inFlight = new Int32Array(this.inFlightCounts.length * 2);
+    inFlight.set(this.inFlightCounts);
+    this.inFlightCounts = inFlight;
     const stats = new Float64Array(this.#stats.length * 2);
     stats.set(this.#stats);
     this.#stats = stats;
@@ -397,18 +401,24 @@ export class LoadTracker {
 
 /**
  * The tracker and record indices behind a picker's load records, when they all sit in one
- * tracker (as a `Balancer` builds them); undefined otherwise. Pickers compare loads through
- * `tracker.inFlightAt(indices[i])` so a pick touches the dense arrays, not the handles. A picker
- * outliving a `prune()` may read a reused index: a stale comparison, never a wrong count.
+ * tracker (as a `Balancer` builds them); undefined otherwise. `identity` is true when record i
+ * sits at index i (a balancer's first snapshot, and any that adds nothing after a prune), so
+ * a picker can skip the index array. Pickers compare loads through `tracker.inFlightAt(...)` so a
+ * pick touches the dense arrays, not the handles. A picker outliving a `prune()` may read a
+ * reused index: a stale comparison, never a wrong count.
  */
-export function loadIndices(loads: readonly EndpointLoad[]): { tracker: LoadTracker; indices: Int32Array } | undefined {
+export function loadIndices(
+  loads: readonly EndpointLoad[],
+): { tracker: LoadTracker; indices: Int32Array; identity: boolean } | undefined {
   const tracker = loads[0]?.tracker;
   if (tracker === undefined) return undefined;
   const indices = new Int32Array(loads.length);
+  let identity = true;
   for (let i = 0; i < loads.length; i++) {
     const load = loads[i] as EndpointLoad;
     if (load.tracker !== tracker) return undefined;
     indices[i] = load.index;
+    if (load.index !== i) identity = false;
   }
-  return { tracker, indices };
+  return { tracker, indices, identity };
 }
