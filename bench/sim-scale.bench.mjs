@@ -1,6 +1,7 @@
 // Simulator at fleet scale: 1,000,000 connections over 10,000 pods from 10,000 clients, 10 M
 // requests, through kube-proxy iptables and evenlb least-request (100 balancer replicas: 10,000
-// per-client balancers over 10,000 endpoints would be 10^8 load records; and one shared balancer). The full case runs as
+// per-client balancers over 10,000 endpoints would be 10^8 load records, which `evenlb sim`
+// refuses above its limit of 4,000,000; and one shared balancer). The full case runs as
 // a child process under `/usr/bin/time -v` for wall time, CPU time and peak RSS (targets: < 60 s,
 // < 2 GiB). The curve runs the same shape at 1/8, 1/4 and 1/2 of the size in-process and reports
 // CPU time per request and per connection, which stay flat if cost is linear. Imports dist/.

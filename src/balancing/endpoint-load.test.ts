@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.js';
 import { EndpointSet } from '../core/endpoint-set.js';
 import { ErrorCodes } from '../core/errors.js';
-import { EndpointLoad, LoadTracker, parseLoadOptions } from './endpoint-load.js';
+import { EndpointLoad, LoadTracker, loadIndices, parseLoadOptions } from './endpoint-load.js';
 
 const options = { defaultRttMs: 30, decayMs: 1000 };
 
@@ -82,6 +82,42 @@ describe('LoadTracker', () => {
     tracker.get('10.0.0.3:80');
     tracker.prune(EndpointSet.from([{ address: '10.0.0.1', port: 80 }]));
     expect([...tracker.values()].map((l) => l.key)).toEqual(['10.0.0.1:80', '10.0.0.2:80']);
+  });
+
+  it('keeps a pruned record valid on its own: its index is reused without mixing figures', () => {
+    const clock = new ManualClock();
+    const tracker = new LoadTracker(clock, options);
+    const old = tracker.get('10.0.0.1:80');
+    const t0 = old.start();
+    clock.advance(40);
+    old.end(t0, false);
+    tracker.prune(new Set<string>());
+    expect(tracker.peek('10.0.0.1:80')).toBeUndefined();
+    const fresh = tracker.get('10.0.0.2:80');
+    expect(fresh.index).toBe(0); // the freed index, reused
+    expect(old.tracker).not.toBe(tracker);
+    // The old handle kept its figures and counts apart from the record now at its index.
+    expect([old.requests, old.errors, old.consecutiveErrors, old.observations]).toEqual([1, 1, 1, 1]);
+    expect(old.estimateMs).toBe(40);
+    old.start();
+    expect([old.inFlight, fresh.inFlight, fresh.requests, fresh.observations]).toEqual([1, 0, 0, 0]);
+    expect(fresh.estimateMs).toBe(options.defaultRttMs);
+  });
+
+  it('index methods and handles read and write the same record, across growth', () => {
+    const clock = new ManualClock(1000);
+    const tracker = new LoadTracker(clock, options);
+    const loads = Array.from({ length: 40 }, (_, i) => tracker.get(`10.0.0.${i}:80`));
+    const a = loads[3]!;
+    const startMs = tracker.startAt(a.index);
+    a.start();
+    expect(tracker.inFlightAt(a.index)).toBe(2);
+    clock.advance(70);
+    tracker.endAt(a.index, startMs, true);
+    expect([a.inFlight, a.requests, a.successes, a.estimateMs, a.estimatedAtMs]).toEqual([1, 2, 1, 70, 1070]);
+    expect(tracker.latencyAt(a.index, 1070)).toBe(a.latencyMs());
+    expect(loadIndices(loads)?.indices).toEqual(Int32Array.from(loads, (l) => l.index));
+    expect(loadIndices([a, new EndpointLoad('x', clock, options)])).toBeUndefined();
   });
 
   it('fills missing options with defaults and rejects bad ones', () => {

@@ -4,6 +4,13 @@
  * end; pickers only read. A record outlives picker rebuilds (it is keyed by endpoint key in a
  * `LoadTracker`), so a changed endpoint keeps its history.
  *
+ * Storage: a `LoadTracker` keeps every record's numbers in typed arrays at the record's index
+ * (in-flight counts in one dense `Int32Array`, the rest as one 64-byte row of a
+ * `Float64Array`), not one object per endpoint: a pick compares two in-flight counts out of a
+ * few kilobytes, and a fleet of balancers over thousands of endpoints stays small and cache
+ * friendly. `EndpointLoad` is a handle on one record (the API callers use); pickers and the
+ * simulator may go through the tracker's index methods (`inFlightAt`, `startAt`, `endAt`).
+ *
  * Peak EWMA: an observed latency above the estimate replaces it at once (peaks count fully);
  * one below it is blended with weight `exp(-elapsed / decayMs)` on the old value. Reading the
  * estimate decays it toward zero by the time since the last observation, so an endpoint that
@@ -42,38 +49,111 @@ export function parseLoadOptions(input: Partial<LoadOptions> | undefined, compon
 /** Weight of one observation in `EndpointLoad.averageMs`. */
 const AVERAGE_WEIGHT = 1 / 16;
 
+// The float fields of one record: row `index * STRIDE` of `LoadTracker`'s stats array.
+const REQUESTS = 0;
+const ERRORS = 1;
+const CONSECUTIVE_ERRORS = 2;
+const SUCCESSES = 3;
+const RTT_MS = 4;
+const STAMP_MS = 5;
+const AVERAGE_MS = 6;
+const OBSERVATIONS = 7;
+const STRIDE = 8;
+
+/** Records a tracker has room for before it first grows (doubling). */
+const INITIAL_CAPACITY = 4;
+
+/** Set by `LoadTracker`'s static block: gives a new handle its index in `tracker`. */
+let attachRecord: (tracker: LoadTracker, load: EndpointLoad) => number;
+/** Set by `EndpointLoad`'s static block: points a handle at another tracker's record. */
+let rebindRecord: (load: EndpointLoad, tracker: LoadTracker, index: number) => void;
+
+/**
+ * One endpoint's load record: a handle on row `index` of its `LoadTracker`. Created by
+ * `LoadTracker.get()`; `new EndpointLoad(key, clock, options)` makes a stand-alone record (in
+ * a tracker of its own). A record pruned from its tracker keeps its figures in a tracker of
+ * its own, so a handle held past the prune (an old picker, a call in progress) stays valid.
+ */
 export class EndpointLoad {
   readonly key: string;
-  /** Requests started and not yet ended. */
-  inFlight = 0;
-  /** Requests started, ever. */
-  requests = 0;
-  /** Requests that ended in error, ever. */
-  errors = 0;
-  /** Errors since the last success. */
-  consecutiveErrors = 0;
-  /** Requests that ended successfully, ever. */
-  successes = 0;
-  readonly #clock: Clock;
-  readonly #decayMs: number;
-  #rttMs: number;
-  #stampMs: number;
-  #averageMs = 0;
-  #observations = 0;
+  #tracker: LoadTracker;
+  #index: number;
 
-  constructor(key: string, clock: Clock, options: LoadOptions = defaultLoadOptions) {
+  static {
+    rebindRecord = (load, tracker, index) => {
+      load.#tracker = tracker;
+      load.#index = index;
+    };
+  }
+
+  /**
+   * `tracker` is for `LoadTracker.get()` only (it passes itself for a key it does not hold yet;
+   * `clock` and `options` are then the tracker's). Without it the record is stand-alone.
+   */
+  constructor(key: string, clock: Clock, options: LoadOptions = defaultLoadOptions, tracker?: LoadTracker) {
     this.key = key;
-    this.#clock = clock;
-    this.#decayMs = options.decayMs;
-    this.#rttMs = options.defaultRttMs;
-    this.#stampMs = clock.now();
+    this.#tracker = tracker ?? new LoadTracker(clock, options);
+    this.#index = attachRecord(this.#tracker, this);
+  }
+
+  /** The tracker holding this record's figures (changes once, when the record is pruned). */
+  get tracker(): LoadTracker {
+    return this.#tracker;
+  }
+
+  /** This record's index in `tracker` (for the tracker's index methods). */
+  get index(): number {
+    return this.#index;
+  }
+
+  /** Requests started and not yet ended. */
+  get inFlight(): number {
+    return this.#tracker.inFlightAt(this.#index);
+  }
+
+  set inFlight(value: number) {
+    this.#tracker.setField(this.#index, -1, value);
+  }
+
+  /** Requests started, ever. */
+  get requests(): number {
+    return this.#tracker.field(this.#index, REQUESTS);
+  }
+
+  set requests(value: number) {
+    this.#tracker.setField(this.#index, REQUESTS, value);
+  }
+
+  /** Requests that ended in error, ever. */
+  get errors(): number {
+    return this.#tracker.field(this.#index, ERRORS);
+  }
+
+  set errors(value: number) {
+    this.#tracker.setField(this.#index, ERRORS, value);
+  }
+
+  /** Errors since the last success. */
+  get consecutiveErrors(): number {
+    return this.#tracker.field(this.#index, CONSECUTIVE_ERRORS);
+  }
+
+  set consecutiveErrors(value: number) {
+    this.#tracker.setField(this.#index, CONSECUTIVE_ERRORS, value);
+  }
+
+  /** Requests that ended successfully, ever. */
+  get successes(): number {
+    return this.#tracker.field(this.#index, SUCCESSES);
+  }
+
+  set successes(value: number) {
+    this.#tracker.setField(this.#index, SUCCESSES, value);
   }
 
   /** Records a request start; returns the start time to hand back to `end`. */
   start(): number {
-    this.inFlight++;
-    this.requests++;
-    return this.#clock.now();
+    return this.#tracker.startAt(this.#index);
   }
 
   /**
@@ -81,45 +161,27 @@ export class EndpointLoad {
    * Latency is observed either way: a slow failure is still slow.
    */
   end(startMs: number, ok: boolean): void {
-    if (this.inFlight > 0) this.inFlight--;
-    const now = this.#clock.now();
-    this.observe(now - startMs, now);
-    if (ok) {
-      this.successes++;
-      this.consecutiveErrors = 0;
-    } else {
-      this.errors++;
-      this.consecutiveErrors++;
-    }
+    this.#tracker.endAt(this.#index, startMs, ok);
   }
 
   /** Feeds one latency observation (ms) into the peak EWMA and the plain average. */
-  observe(rttMs: number, now = this.#clock.now()): void {
-    this.#averageMs = this.#observations === 0 ? rttMs : this.#averageMs + (rttMs - this.#averageMs) * AVERAGE_WEIGHT;
-    this.#observations++;
-    const current = this.latencyMs(now);
-    if (rttMs > current) {
-      this.#rttMs = rttMs;
-    } else {
-      const w = Math.exp(-(now - this.#stampMs) / this.#decayMs);
-      this.#rttMs = current * w + rttMs * (1 - w);
-    }
-    this.#stampMs = now;
+  observe(rttMs: number, now = this.#tracker.clock.now()): void {
+    this.#tracker.observeAt(this.#index, rttMs, now);
   }
 
   /**
    * Sets the starting estimate of a record that has observed nothing yet (the herding guard
    * seeds it with the fleet's typical latency); ignored once a latency was observed.
    */
-  seed(rttMs: number, now = this.#clock.now()): void {
-    if (this.#observations > 0 || !(rttMs > 0)) return;
-    this.#rttMs = rttMs;
-    this.#stampMs = now;
+  seed(rttMs: number, now = this.#tracker.clock.now()): void {
+    if (this.observations > 0 || !(rttMs > 0)) return;
+    this.#tracker.setField(this.#index, RTT_MS, rttMs);
+    this.#tracker.setField(this.#index, STAMP_MS, now);
   }
 
   /** Latencies observed, ever. */
   get observations(): number {
-    return this.#observations;
+    return this.#tracker.field(this.#index, OBSERVATIONS);
   }
 
   /**
@@ -128,56 +190,74 @@ export class EndpointLoad {
    * traffic (zone load). 0 before the first observation.
    */
   get averageMs(): number {
-    return this.#averageMs;
+    return this.#tracker.field(this.#index, AVERAGE_MS);
   }
 
   /** The estimate (ms) as of the last observation, before any decay since. */
   get estimateMs(): number {
-    return this.#rttMs;
+    return this.#tracker.estimateAt(this.#index);
   }
 
   /** When the estimate was last set (clock ms): the last observation, or the record's creation. */
   get estimatedAtMs(): number {
-    return this.#stampMs;
+    return this.#tracker.estimatedAtMsAt(this.#index);
   }
 
   /** The EWMA time constant (ms) of this record. */
   get decayMs(): number {
-    return this.#decayMs;
+    return this.#tracker.options.decayMs;
   }
 
   /** The latency estimate in ms, decayed toward 0 by the time since the last observation. */
-  latencyMs(now = this.#clock.now()): number {
-    const elapsed = now - this.#stampMs;
-    return elapsed <= 0 ? this.#rttMs : this.#rttMs * Math.exp(-elapsed / this.#decayMs);
+  latencyMs(now = this.#tracker.clock.now()): number {
+    return this.#tracker.latencyAt(this.#index, now);
   }
 
   /** Peak-EWMA cost: latency estimate × (in-flight + 1). */
-  cost(now = this.#clock.now()): number {
+  cost(now = this.#tracker.clock.now()): number {
     return this.latencyMs(now) * (this.inFlight + 1);
   }
 }
 
-/** Owns the load records of one balancer (or one simulated client), keyed by endpoint key. */
+/**
+ * Owns the load records of one balancer (or one simulated client), keyed by endpoint key. The
+ * figures sit in typed arrays indexed by record (`EndpointLoad.index`); the index methods
+ * (`inFlightAt`, `startAt`, `endAt`, ...) are the hot path for pickers and the simulator and
+ * touch nothing else. An index is valid while its record is in the tracker: `prune()` frees
+ * it for reuse (the pruned handle moves to a tracker of its own).
+ */
 export class LoadTracker {
   readonly clock: Clock;
   readonly options: LoadOptions;
+  readonly #decayMs: number;
+  readonly #defaultRttMs: number;
   readonly #loads = new Map<string, EndpointLoad>();
+  /**
+   * Requests in flight by record index: the array pickers compare. Read-only for callers, and
+   * replaced when the tracker grows — read it through the tracker on every use, never keep it.
+   */
+  inFlightCounts = new Int32Array(INITIAL_CAPACITY);
+  #stats = new Float64Array(INITIAL_CAPACITY * STRIDE);
+  /** Indices handed out so far (free or in use). */
+  #used = 0;
+  /** Indices freed by `prune()`, reused first. */
+  readonly #free: number[] = [];
+
+  static {
+    attachRecord = (tracker, load) => tracker.#attach(load);
+  }
 
   /** `options` may be partial; missing fields take `defaultLoadOptions`, bad values are rejected. */
   constructor(clock: Clock, options: Partial<LoadOptions> = defaultLoadOptions) {
     this.clock = clock;
     this.options = parseLoadOptions(options);
+    this.#decayMs = this.options.decayMs;
+    this.#defaultRttMs = this.options.defaultRttMs;
   }
 
   /** The record for `key`, created on first use. */
   get(key: string): EndpointLoad {
-    let load = this.#loads.get(key);
-    if (load === undefined) {
-      load = new EndpointLoad(key, this.clock, this.options);
-      this.#loads.set(key, load);
-    }
-    return load;
+    return this.#loads.get(key) ?? new EndpointLoad(key, this.clock, this.options, this);
   }
 
   peek(key: string): EndpointLoad | undefined {
@@ -186,10 +266,159 @@ export class LoadTracker {
 
   /** Drops records not in `keep` that have nothing in flight. */
   prune(keep: ReadonlySet<string> | { has(key: string): boolean }): void {
-    for (const [key, load] of this.#loads) if (!keep.has(key) && load.inFlight === 0) this.#loads.delete(key);
+    for (const [key, load] of this.#loads) {
+      if (keep.has(key) || this.inFlightCounts[load.index] !== 0) continue;
+      this.#loads.delete(key);
+      this.#detach(load);
+    }
   }
 
   values(): IterableIterator<EndpointLoad> {
     return this.#loads.values();
   }
+
+  /** Requests in flight on record `index`. */
+  inFlightAt(index: number): number {
+    return this.inFlightCounts[index] as number;
+  }
+
+  /** `EndpointLoad.start()` of record `index`. */
+  startAt(index: number): number {
+    const row = index * STRIDE;
+    this.inFlightCounts[index] = (this.inFlightCounts[index] as number) + 1;
+    this.#stats[row + REQUESTS] = (this.#stats[row + REQUESTS] as number) + 1;
+    return this.clock.now();
+  }
+
+  /**
+   * `EndpointLoad.end()` of record `index`. Only for a request counted by `startAt` (or
+   * `start()`) of this same tracker: a record with requests in flight is never pruned, so its
+   * index stays valid until they end.
+   */
+  endAt(index: number, startMs: number, ok: boolean): void {
+    const inFlight = this.inFlightCounts;
+    const current = inFlight[index] as number;
+    if (current > 0) inFlight[index] = current - 1;
+    const now = this.clock.now();
+    this.observeAt(index, now - startMs, now);
+    const row = index * STRIDE;
+    const stats = this.#stats;
+    if (ok) {
+      stats[row + SUCCESSES] = (stats[row + SUCCESSES] as number) + 1;
+      stats[row + CONSECUTIVE_ERRORS] = 0;
+    } else {
+      stats[row + ERRORS] = (stats[row + ERRORS] as number) + 1;
+      stats[row + CONSECUTIVE_ERRORS] = (stats[row + CONSECUTIVE_ERRORS] as number) + 1;
+    }
+  }
+
+  /** `EndpointLoad.observe()` of record `index`. */
+  observeAt(index: number, rttMs: number, now: number): void {
+    const stats = this.#stats;
+    const row = index * STRIDE;
+    const observations = stats[row + OBSERVATIONS] as number;
+    stats[row + AVERAGE_MS] =
+      observations === 0
+        ? rttMs
+        : (stats[row + AVERAGE_MS] as number) + (rttMs - (stats[row + AVERAGE_MS] as number)) * AVERAGE_WEIGHT;
+    stats[row + OBSERVATIONS] = observations + 1;
+    const current = this.latencyAt(index, now);
+    if (rttMs > current) {
+      stats[row + RTT_MS] = rttMs;
+    } else {
+      const w = Math.exp(-(now - (stats[row + STAMP_MS] as number)) / this.#decayMs);
+      stats[row + RTT_MS] = current * w + rttMs * (1 - w);
+    }
+    stats[row + STAMP_MS] = now;
+  }
+
+  /** `EndpointLoad.latencyMs()` of record `index`. */
+  latencyAt(index: number, now: number): number {
+    const row = index * STRIDE;
+    const rtt = this.#stats[row + RTT_MS] as number;
+    const elapsed = now - (this.#stats[row + STAMP_MS] as number);
+    return elapsed <= 0 ? rtt : rtt * Math.exp(-elapsed / this.#decayMs);
+  }
+
+  /** `EndpointLoad.estimateMs` of record `index`. */
+  estimateAt(index: number): number {
+    return this.#stats[index * STRIDE + RTT_MS] as number;
+  }
+
+  /** `EndpointLoad.estimatedAtMs` of record `index`. */
+  estimatedAtMsAt(index: number): number {
+    return this.#stats[index * STRIDE + STAMP_MS] as number;
+  }
+
+  /** @internal A float field of record `index` (`EndpointLoad`'s getters). */
+  field(index: number, field: number): number {
+    return this.#stats[index * STRIDE + field] as number;
+  }
+
+  /** @internal Sets a field of record `index`; field -1 is the in-flight count. */
+  setField(index: number, field: number, value: number): void {
+    if (field < 0) this.inFlightCounts[index] = value;
+    else this.#stats[index * STRIDE + field] = value;
+  }
+
+  #attach(load: EndpointLoad): number {
+    let index = this.#free.pop();
+    if (index === undefined) {
+      index = this.#used++;
+      if (index === this.inFlightCounts.length) this.#grow();
+    }
+    const row = index * STRIDE;
+    this.inFlightCounts[index] = 0;
+    this.#stats.fill(0, row, row + STRIDE);
+    this.#stats[row + RTT_MS] = this.#defaultRttMs;
+    this.#stats[row + STAMP_MS] = this.clock.now();
+    this.#loads.set(load.key, load);
+    return index;
+  }
+
+  /** Moves a pruned record's figures to a tracker of its own and frees its index here. */
+  #detach(load: EndpointLoad): void {
+    const index = load.index;
+    const own = new LoadTracker(this.clock, this.options);
+    const row = index * STRIDE;
+    own.inFlightCounts[0] = this.inFlightCounts[index] as number;
+    own.#stats.set(this.#stats.subarray(row, row + STRIDE), 0);
+    own.#used = 1;
+    own.#loads.set(load.key, load);
+    rebindRecord(load, own, 0);
+    this.#free.push(index);
+  }
+
+  #grow(): void {
+    const inFlight = new Int32Array(this.inFlightCounts.length * 2);
+    inFlight.set(this.inFlightCounts);
+    this.inFlightCounts = inFlight;
+    const stats = new Float64Array(this.#stats.length * 2);
+    stats.set(this.#stats);
+    this.#stats = stats;
+  }
+}
+
+/**
+ * The tracker and record indices behind a picker's load records, when they all sit in one
+ * tracker (as a `Balancer` builds them); undefined otherwise. `identity` is true when record i
+ * sits at index i (a balancer's first snapshot, and any that adds nothing after a prune), so
+ * a picker can skip the index array. Pickers compare loads through `tracker.inFlightAt(...)` so a
+ * pick touches the dense arrays, not the handles. A picker outliving a `prune()` may read a
+ * reused index: a stale comparison, never a wrong count.
+ */
+export function loadIndices(
+  loads: readonly EndpointLoad[],
+): { tracker: LoadTracker; indices: Int32Array; identity: boolean } | undefined {
+  const tracker = loads[0]?.tracker;
+  if (tracker === undefined) return undefined;
+  const indices = new Int32Array(loads.length);
+  let identity = true;
+  for (let i = 0; i < loads.length; i++) {
+    const load = loads[i] as EndpointLoad;
+    if (load.tracker !== tracker) return undefined;
+    indices[i] = load.index;
+    if (load.index !== i) identity = false;
+  }
+  return { tracker, indices, identity };
 }

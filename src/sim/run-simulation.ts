@@ -46,6 +46,8 @@ export interface ProgressStatus {
  */
 export function runScenario(options: RunOptions): SimReport {
   const { scenario, dataplanes, seed } = options;
+  // Reject what a dataplane cannot model before any of them runs (not after minutes of work).
+  for (const dataplane of dataplanes) dataplane.check?.(scenario);
   const trials = scenario.trials;
   const seeds: number[] = [];
   const root = new SeededRandom(seed);

@@ -51,6 +51,38 @@ function medianInFlight(kept: readonly Endpoint[], loads: LoadTracker, skip: Rea
   return values[values.length >> 1] as number;
 }
 
+/**
+ * Per endpoint list (`kept`, usually a snapshot's frozen `eligible()` array, the same object
+ * for every balancer fed that snapshot): its key set and its unshaped plan. Both are read-only
+ * once built, so a fleet of balancers over one snapshot shares one copy instead of each
+ * building its own.
+ */
+const keySets = new WeakMap<readonly Endpoint[], ReadonlySet<string>>();
+const plainPlans = new WeakMap<readonly Endpoint[], readonly ShapedEndpoint[]>();
+
+function keySet(kept: readonly Endpoint[]): ReadonlySet<string> {
+  let keys = keySets.get(kept);
+  if (keys === undefined) {
+    const set = new Set<string>();
+    for (const e of kept) set.add(e.key);
+    keys = set;
+    if (Object.isFrozen(kept)) keySets.set(kept, keys);
+  }
+  return keys;
+}
+
+/** The plan of endpoints at their own weights (nothing ramping, guarded or zone-shaped). */
+function plainPlan(kept: readonly Endpoint[]): readonly ShapedEndpoint[] {
+  let plan = plainPlans.get(kept);
+  if (plan === undefined) {
+    plan = Object.freeze(
+      kept.map((endpoint) => Object.freeze({ endpoint, weight: endpoint.weight, slowStart: 1, guarded: false })),
+    );
+    if (Object.isFrozen(kept)) plainPlans.set(kept, plan);
+  }
+  return plan;
+}
+
 export class WeightShaper {
   readonly options: WeightShaperOptions;
   readonly zone: ZonePreference;
@@ -59,7 +91,7 @@ export class WeightShaper {
   readonly #readySince = new Map<string, number>();
   /** Responses seen from each guarded endpoint when its guard began. */
   readonly #guardFrom = new Map<string, number>();
-  #known: Set<string> | undefined;
+  #known: ReadonlySet<string> | undefined;
 
   constructor(options: WeightShaperOptions, clock: Clock) {
     this.options = options;
@@ -79,8 +111,7 @@ export class WeightShaper {
   track(set: EndpointSet, eligible: readonly Endpoint[], kept: readonly Endpoint[], loads: LoadTracker): void {
     if (!this.options.followsWeights) return;
     const now = this.#clock.now();
-    const keys = new Set<string>();
-    for (const e of kept) keys.add(e.key);
+    const keys = keySet(kept);
     const known = this.#known;
     if (known === undefined) {
       if (kept.length > 0) this.#known = keys;
@@ -110,10 +141,8 @@ export class WeightShaper {
   }
 
   /** The endpoints to pick from now, with their effective weights; endpoints weighted 0 are left out. */
-  plan(kept: readonly Endpoint[], loads: LoadTracker): ShapedEndpoint[] {
-    if (!this.options.followsWeights || !this.moving) {
-      return kept.map((endpoint) => ({ endpoint, weight: endpoint.weight, slowStart: 1, guarded: false }));
-    }
+  plan(kept: readonly Endpoint[], loads: LoadTracker): readonly ShapedEndpoint[] {
+    if (!this.options.followsWeights || !this.moving) return plainPlan(kept);
     const now = this.#clock.now();
     const guard = this.options.herdingGuard;
     const guarded = new Set<string>();

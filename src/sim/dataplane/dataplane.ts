@@ -14,6 +14,7 @@
 import type { SimClient } from '../model/sim-client.js';
 import type { SimPod } from '../model/sim-pod.js';
 import type { SimulationContext } from '../model/simulation-context.js';
+import type { Scenario } from '../scenario/scenario-spec.js';
 
 export type DataplaneGranularity = 'connection' | 'pool' | 'request';
 
@@ -42,4 +43,9 @@ export interface DataplaneModel {
    */
   readonly policyKind: 'load' | 'hash' | undefined;
   createRouter(context: SimulationContext): RequestRouter;
+  /**
+   * Rejects, before any simulation runs, a scenario this dataplane cannot model within bounds
+   * (an `EVENLB_INVALID_OPTION` error naming the way out). Absent: every valid scenario runs.
+   */
+  check?(scenario: Scenario): void;
 }

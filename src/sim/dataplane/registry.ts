@@ -11,7 +11,7 @@ import { ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { HostKeyedPoolRouter } from './apiserver/host-keyed-pool-router.js';
 import { RoundTripPicker } from './apiserver/round-trip-picker.js';
 import type { DataplaneModel } from './dataplane.js';
-import { BalancerPicker } from './evenlb/balancer-picker.js';
+import { BalancerPicker, checkLoadRecords } from './evenlb/balancer-picker.js';
 import { IptablesScheduler, NftablesScheduler } from './kube-proxy/iptables-scheduler.js';
 import { type IpvsAlgorithm, IpvsScheduler } from './kube-proxy/ipvs-scheduler.js';
 import { PinnedConnectionsRouter } from './kube-proxy/pinned-connections-router.js';
@@ -66,6 +66,7 @@ function evenlbDataplane(policy: BalancingPolicy): DataplaneModel {
     granularity: 'request',
     policyKind: policy.kind,
     createRouter: (ctx) => new PerRequestRouter(ctx, new BalancerPicker(ctx, policy.name, policy.kind)),
+    check: (scenario) => checkLoadRecords(scenario, `evenlb:${policy.name}`, policy.kind),
   };
 }
 

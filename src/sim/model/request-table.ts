@@ -1,10 +1,10 @@
 /**
  * The requests in flight in a simulation, as slots in parallel typed arrays: which client
  * sent it, when, which pod and connection carry it, and the load record the balancer started
- * for it. Slots are recycled through a free list, so the per-request path allocates nothing
+ * for it (as a balancer number and a record index, so ending it touches only the tracker's
+ * arrays). Slots are recycled through a free list, so the per-request path allocates nothing
  * once the table has grown to the run's peak concurrency.
  */
-import type { EndpointLoad } from '../../balancing/endpoint-load.js';
 
 /** `RequestTable.flags` bit: the request belongs to a closed-loop stream (its end starts the next). */
 export const CLOSED_LOOP = 1;
@@ -19,8 +19,10 @@ export class RequestTable {
   flags = new Int32Array(64);
   /** What `EndpointLoad.start()` returned (evenlb dataplanes). */
   loadStartMs = new Float64Array(64);
-  /** The load record to `end()` (evenlb dataplanes). */
-  readonly load: (EndpointLoad | undefined)[] = [];
+  /** Which balancer started a load record for the request (evenlb dataplanes), or -1. */
+  loadOwner = new Int32Array(64);
+  /** The index of that record in the balancer's `LoadTracker`. */
+  loadIndex = new Int32Array(64);
   #free: number[] = [];
   #capacity = 64;
   #used = 0;
@@ -43,12 +45,12 @@ export class RequestTable {
     this.conn[slot] = -1;
     this.sentMs[slot] = nowMs;
     this.flags[slot] = flags;
+    this.loadOwner[slot] = -1;
     this.#live++;
     return slot;
   }
 
   release(slot: number): void {
-    this.load[slot] = undefined;
     this.#free.push(slot);
     this.#live--;
   }
@@ -69,6 +71,8 @@ export class RequestTable {
     this.pod = i32(this.pod);
     this.conn = i32(this.conn);
     this.flags = i32(this.flags);
+    this.loadOwner = i32(this.loadOwner);
+    this.loadIndex = i32(this.loadIndex);
     this.sentMs = f64(this.sentMs);
     this.loadStartMs = f64(this.loadStartMs);
     this.#capacity = cap;

@@ -9,6 +9,7 @@
  * proportion to weight.
  */
 import { opt, type Parsed, parseOptions } from '../../../core/options.js';
+import { type EndpointLoad, loadIndices } from '../../endpoint-load.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy } from '../../policy.js';
 import { bestOfChoices } from '../../sampling/best-of-choices.js';
@@ -20,6 +21,48 @@ const spec = {
 };
 
 export type LeastRequestOptions = Parsed<typeof spec>;
+
+/**
+ * The comparison "candidate i has fewer in flight (per unit of weight) than j". It reads the
+ * tracker's dense in-flight array (by position when records sit at their own positions, else
+ * through the index array), not the record handles: in a fleet of balancers over thousands of
+ * endpoints the handles are what misses the cache. One closure per case keeps each call site
+ * monomorphic.
+ */
+function fewerInFlight(
+  loads: readonly EndpointLoad[],
+  perWeight: Float64Array | undefined,
+): (i: number, j: number) => boolean {
+  const at = loadIndices(loads);
+  if (at === undefined) {
+    return perWeight === undefined
+      ? (i, j) => loads[i]!.inFlight < loads[j]!.inFlight
+      : (i, j) => loads[i]!.inFlight * perWeight[i]! < loads[j]!.inFlight * perWeight[j]!;
+  }
+  const { tracker, indices } = at;
+  if (at.identity) {
+    if (perWeight === undefined) {
+      return (i, j) => {
+        const counts = tracker.inFlightCounts;
+        return counts[i]! < counts[j]!;
+      };
+    }
+    return (i, j) => {
+      const counts = tracker.inFlightCounts;
+      return counts[i]! * perWeight[i]! < counts[j]! * perWeight[j]!;
+    };
+  }
+  if (perWeight === undefined) {
+    return (i, j) => {
+      const counts = tracker.inFlightCounts;
+      return counts[indices[i]!]! < counts[indices[j]!]!;
+    };
+  }
+  return (i, j) => {
+    const counts = tracker.inFlightCounts;
+    return counts[indices[i]!]! * perWeight[i]! < counts[indices[j]!]! * perWeight[j]!;
+  };
+}
 
 export const leastRequestPolicy: BalancingPolicy<LeastRequestOptions> = {
   name: 'least-request',
@@ -34,23 +77,11 @@ export const leastRequestPolicy: BalancingPolicy<LeastRequestOptions> = {
         const results: readonly Picked[] = endpoints.map((t) => t.result);
         const loads = endpoints.map((t) => t.load);
         if (weightsUniform(endpoints)) {
-          return bestOfChoices(
-            results,
-            random,
-            options.choiceCount,
-            undefined,
-            (i, j) => loads[i]!.inFlight < loads[j]!.inFlight,
-          );
+          return bestOfChoices(results, random, options.choiceCount, undefined, fewerInFlight(loads, undefined));
         }
         const weights = endpointWeights(endpoints);
         const perWeight = inverseRelativeWeights(weights);
-        return bestOfChoices(
-          results,
-          random,
-          options.choiceCount,
-          weights,
-          (i, j) => loads[i]!.inFlight * perWeight[i]! < loads[j]!.inFlight * perWeight[j]!,
-        );
+        return bestOfChoices(results, random, options.choiceCount, weights, fewerInFlight(loads, perWeight));
       },
     };
   },

@@ -13,29 +13,78 @@
  * (it fails, as a refused connection would). Zone routing knows a balancer's zone only when
  * it serves one client (one balancer per client): a replica serving clients of several zones
  * routes without a zone. The pick context is reused per client, so a pick allocates nothing.
+ *
+ * Per request the work stays in typed arrays: the picked record's index maps to its pod
+ * through a per-balancer table (filled on first use, cleared whenever the balancer publishes a
+ * new picker, as only then can an index change hands), and the request ends through the
+ * balancer's `LoadTracker` by index.
  */
 import { Balancer } from '../../../balancing/balancer.js';
+import type { LoadTracker } from '../../../balancing/endpoint-load.js';
 import type { PickContext } from '../../../balancing/picker.js';
+import { ErrorCodes, EvenlbError } from '../../../core/errors.js';
 import type { SimClient } from '../../model/sim-client.js';
 import type { SimPod } from '../../model/sim-pod.js';
 import type { SimulationContext } from '../../model/simulation-context.js';
 import { zoneName } from '../../model/zones.js';
+import type { Scenario } from '../../scenario/scenario-spec.js';
+import { clientCount } from '../../scenario/scenario-text.js';
 import type { RequestPicker } from '../per-request-router.js';
 import { DiscoveryLag } from './discovery-lag.js';
 
 /** How many balancers a scenario runs, and which one serves client `i` (`i % count`). */
 export function balancerCount(ctx: SimulationContext, kind: 'load' | 'hash'): number {
-  const c = ctx.scenario.clients;
-  if (c.balancers !== undefined) return Math.min(c.balancers, ctx.clients.length);
+  return scenarioBalancers(ctx.scenario, ctx.clients.length, kind);
+}
+
+function scenarioBalancers(s: Scenario, clients: number, kind: 'load' | 'hash'): number {
+  const c = s.clients;
+  if (c.balancers !== undefined) return Math.min(c.balancers, clients);
   // A hash policy's pick depends only on the request key and the endpoint set (it reads no
   // load signal and draws no random number when given a key), so every client's balancer
   // would build the same table: one shared balancer picks identically at 1/N of the cost.
-  return c.balancerScope === 'shared' || kind === 'hash' ? 1 : ctx.clients.length;
+  return c.balancerScope === 'shared' || kind === 'hash' ? 1 : clients;
+}
+
+/**
+ * The most load records (balancers × pods) a simulation may keep. Every balancer holds one
+ * record per endpoint with its picker entries, a few hundred bytes in all: 4 × 10^6 is about
+ * 1.5 GB, the most that fits the default heap beside the rest of a large run.
+ */
+export const MAX_LOAD_RECORDS = 4_000_000;
+
+/**
+ * Throws an `EVENLB_INVALID_OPTION` error, before anything runs, when the scenario's evenlb
+ * balancers would keep more than `MAX_LOAD_RECORDS` load records: each balancer tracks every
+ * pod, so 10,000 per-client balancers over 10,000 pods are 10^8 records — a run that would
+ * exhaust the heap after minutes. The message names the product and both ways out.
+ */
+export function checkLoadRecords(s: Scenario, dataplane: string, kind: 'load' | 'hash'): void {
+  const clients = clientCount(s);
+  const balancers = scenarioBalancers(s, clients, kind);
+  let pods = s.pods.count;
+  for (const e of s.events ?? []) if (e.type === 'scale') pods = Math.max(pods, e.pods);
+  const records = balancers * pods;
+  if (records <= MAX_LOAD_RECORDS) return;
+  const n = (x: number): string => x.toLocaleString('en-US');
+  const scope =
+    s.clients.balancers === undefined ? ` (balancer scope "${s.clients.balancerScope}": one per client)` : '';
+  throw new EvenlbError(
+    ErrorCodes.INVALID_OPTION,
+    `${dataplane}: ${n(balancers)} balancers${scope} × ${n(pods)} pods = ${n(records)} load records, ` +
+      `more than the simulator's limit of ${n(MAX_LOAD_RECORDS)} (each balancer tracks every pod); ` +
+      `use --balancers M with M × ${n(pods)} <= ${n(MAX_LOAD_RECORDS)} (M = ${n(Math.max(1, Math.floor(MAX_LOAD_RECORDS / pods)))} at most: ` +
+      'independent replicas, each its own view) or --balancer-scope shared (one balancer for all clients)',
+    { details: { field: 'clients.balancers', expected: `balancers × pods <= ${MAX_LOAD_RECORDS}` } },
+  );
 }
 
 export class BalancerPicker implements RequestPicker {
   readonly #ctx: SimulationContext;
   readonly #balancers: Balancer[] = [];
+  readonly #trackers: LoadTracker[] = [];
+  /** Per balancer: pod index + 1 by load-record index; 0 = not looked up since the last picker. */
+  readonly #podByRecord: Int32Array[] = [];
   readonly #pickContexts: PickContext[];
   readonly #lag: DiscoveryLag | undefined;
   /** Draw a fresh random key per request (hash policies keyed by request); load policies ignore keys. */
@@ -65,6 +114,16 @@ export class BalancerPicker implements RequestPicker {
         }),
       );
     }
+    for (const [i, b] of this.#balancers.entries()) {
+      this.#trackers.push(b.loads);
+      this.#podByRecord.push(new Int32Array(0));
+      b.onPicker((picker) => {
+        const table = this.#podByRecord[i] as Int32Array;
+        const size = picker.endpoints.reduce((max, t) => Math.max(max, t.load.index + 1), 0);
+        if (table.length < size) this.#podByRecord[i] = new Int32Array(Math.max(size, 2 * table.length));
+        else table.fill(0);
+      });
+    }
     this.#pickContexts = ctx.clients.map((c) => ({ hash: c.addressHash }));
     const lag = ctx.scenario.clients.discoveryLag;
     this.#lag = lag === undefined ? undefined : new DiscoveryLag(ctx, this.#balancers, lag);
@@ -78,22 +137,38 @@ export class BalancerPicker implements RequestPicker {
 
   pick(client: SimClient, slot: number): SimPod | undefined {
     const balancers = this.#balancers;
-    const balancer = balancers[balancers.length === 1 ? 0 : client.index % balancers.length] as Balancer;
+    const b = balancers.length === 1 ? 0 : client.index % balancers.length;
     const context = this.#pickContexts[client.index] as PickContext;
     if (this.#requestKeys) context.hash = (this.#ctx.streams.requestKeys.next() * 4294967296) >>> 0;
-    const picked = balancer.picker.pick(context);
+    const picked = (balancers[b] as Balancer).picker.pick(context);
     if (picked.type === 'none') return undefined;
-    const pod = this.#ctx.podOf(picked.endpoint);
+    const index = picked.load.index;
+    const table = this.#podByRecord[b] as Int32Array;
+    let pod: SimPod | undefined;
+    const known = table[index] as number;
+    if (known > 0) {
+      pod = this.#ctx.pods[known - 1];
+    } else {
+      pod = this.#ctx.podOf(picked.endpoint);
+      if (pod !== undefined) table[index] = pod.index + 1;
+    }
     // Only a stale view can hold a pod that is gone: the dial is refused.
     if (pod === undefined || pod.state === 'gone') return undefined;
     const requests = this.#ctx.requests;
-    requests.load[slot] = picked.load;
-    requests.loadStartMs[slot] = picked.load.start();
+    requests.loadOwner[slot] = b;
+    requests.loadIndex[slot] = index;
+    requests.loadStartMs[slot] = (this.#trackers[b] as LoadTracker).startAt(index);
     return pod;
   }
 
   done(slot: number): void {
     const requests = this.#ctx.requests;
-    requests.load[slot]?.end(requests.loadStartMs[slot] as number, true);
+    const b = requests.loadOwner[slot] as number;
+    if (b < 0) return;
+    (this.#trackers[b] as LoadTracker).endAt(
+      requests.loadIndex[slot] as number,
+      requests.loadStartMs[slot] as number,
+      true,
+    );
   }
 }
