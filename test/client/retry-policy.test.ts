@@ -10,57 +10,17 @@
  * - a `retryOn` status (503 by default, 500 when configured) → retried elsewhere for an
  *   idempotent request within `retryIdempotent` (`idempotent`).
  */
-import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { request } from 'undici';
 import { afterEach, describe, expect, test } from 'vitest';
 import { BalancedAgent, type ClusterSettings, clientMetricNames, StaticEndpointSource } from '../../src/index.js';
-import { nextLoopbackAddress } from '../support/loopback-pods.js';
+import { type FailureBehaviour, type FailureServer, startFailureServer } from '../support/failure-server.js';
 
 const ROUTE = 'api.shop.svc:80';
 
-type Behaviour = 'ok' | '503' | '500' | 'reset-reused' | 'refused';
-
-interface Server {
-  readonly endpoint: { address: string; port: number };
-  readonly key: string;
-  close(): Promise<void>;
-}
-
-/** A server on its own loopback address; `reset-reused` destroys a socket on its second request. */
-async function startServer(behaviour: Behaviour): Promise<Server> {
-  const address = nextLoopbackAddress();
-  const perSocket = new WeakMap<Socket, number>();
-  const sockets = new Set<Socket>();
-  const server = http.createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
-    const n = (perSocket.get(req.socket) ?? 0) + 1;
-    perSocket.set(req.socket, n);
-    req.resume();
-    if (behaviour === 'reset-reused' && n > 1) {
-      req.socket.destroy();
-      return;
-    }
-    res.statusCode = behaviour === '503' ? 503 : behaviour === '500' ? 500 : 200;
-    res.end(behaviour);
-  });
-  server.on('connection', (s: Socket) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, address, resolve));
-  const port = (server.address() as AddressInfo).port;
-  const close = async () => {
-    for (const s of sockets) s.destroy();
-    if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
-  if (behaviour === 'refused') await close();
-  return { endpoint: { address, port }, key: `${address}:${port}`, close };
-}
-
 const cases: {
   name: string;
-  servers: Behaviour[];
+  servers: FailureBehaviour[];
   settings: ClusterSettings;
   method: 'GET' | 'POST';
   requests: number;
@@ -157,8 +117,8 @@ describe('one retry policy, counted once', () => {
 
   for (const c of cases) {
     test(c.name, async () => {
-      const servers: Server[] = [];
-      for (const b of c.servers) servers.push(await startServer(b));
+      const servers: FailureServer[] = [];
+      for (const b of c.servers) servers.push(await startFailureServer(b));
       stop.push(async () => {
         for (const s of servers) await s.close();
       });

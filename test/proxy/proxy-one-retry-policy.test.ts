@@ -18,7 +18,6 @@
  */
 import http from 'node:http';
 import http2 from 'node:http2';
-import type { AddressInfo, Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { request } from 'undici';
 import { afterEach, describe, expect, test } from 'vitest';
@@ -31,54 +30,12 @@ import {
   StaticEndpointSource,
 } from '../../src/index.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { nextLoopbackAddress } from '../support/loopback-pods.js';
+import { type FailureBehaviour, type FailureServer, startFailureServer } from '../support/failure-server.js';
 import { h2StatusOf, startProxy, statusOf } from './helpers.js';
-
-type Behaviour = 'ok' | '503' | 'reset-reused' | 'refused';
-
-interface Server {
-  readonly address: string;
-  readonly port: number;
-  readonly key: string;
-  /** Requests that reached the server (reset ones included). */
-  hits: number;
-  close(): Promise<void>;
-}
-
-async function startServer(behaviour: Behaviour): Promise<Server> {
-  const address = nextLoopbackAddress();
-  const perSocket = new WeakMap<Socket, number>();
-  const sockets = new Set<Socket>();
-  const server = http.createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
-    s.hits++;
-    const n = (perSocket.get(req.socket) ?? 0) + 1;
-    perSocket.set(req.socket, n);
-    req.resume();
-    if (behaviour === 'reset-reused' && n > 1) {
-      req.socket.destroy();
-      return;
-    }
-    res.statusCode = behaviour === '503' ? 503 : 200;
-    res.end(behaviour);
-  });
-  server.on('connection', (sock: Socket) => {
-    sockets.add(sock);
-    sock.once('close', () => sockets.delete(sock));
-  });
-  await new Promise<void>((resolve) => server.listen(0, address, resolve));
-  const port = (server.address() as AddressInfo).port;
-  const close = async (): Promise<void> => {
-    for (const sock of sockets) sock.destroy();
-    if (server.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
-  };
-  const s: Server = { address, port, key: `${address}:${port}`, hits: 0, close };
-  if (behaviour === 'refused') await close();
-  return s;
-}
 
 interface Case {
   readonly name: string;
-  readonly servers: Behaviour[];
+  readonly servers: FailureBehaviour[];
   readonly client: ClusterSettings;
   readonly proxy: Record<string, unknown>;
   readonly requests: number;
@@ -145,9 +102,9 @@ describe('one retry policy through the client and through the proxy', () => {
     for (const s of stop.splice(0).reverse()) await s();
   });
 
-  async function servers(c: Case): Promise<Server[]> {
-    const list: Server[] = [];
-    for (const b of c.servers) list.push(await startServer(b));
+  async function servers(c: Case): Promise<FailureServer[]> {
+    const list: FailureServer[] = [];
+    for (const b of c.servers) list.push(await startFailureServer(b));
     stop.push(async () => {
       for (const s of list) await s.close();
     });
