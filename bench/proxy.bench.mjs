@@ -5,10 +5,15 @@
 // median of 3 runs, interleaved across targets. CPU per request = (utime + stime of the proxy process, from
 // /proc/<pid>/stat) / requests. Missing tools (wrk, nginx, haproxy) are installed with apt-get
 // when running as root. Results: a table, ratios, and bench/results/proxy.json.
+//
+// CPU placement: with taskset and two or more cores, every proxy under test runs on the last
+// core and wrk and the backends on the others, so a proxy's CPU per request is its own work,
+// not the cost of being descheduled for the load generator on a shared core. Each target gets
+// the same placement. EVENLB_BENCH_PIN=0 turns it off (everything floats, as before).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { printTable, writeResult } from './machine.mjs';
@@ -18,6 +23,8 @@ const root = join(here, '..');
 const RUN_SECONDS = Number(process.env.EVENLB_BENCH_SECONDS ?? 5);
 const RUNS = Number(process.env.EVENLB_BENCH_RUNS ?? 3);
 const CONNECTIONS = [8, 64];
+/** The budget: evenlb's CPU per request at most this many times nginx's, in the same run. */
+const CPU_TARGET = 2.1;
 const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
 function have(cmd) {
@@ -51,6 +58,16 @@ function freePort(host = '127.0.0.1') {
   });
 }
 
+// Where processes run (see the header): `proxy` for the targets, `load` for wrk and the backends.
+const CORES = availableParallelism();
+const PIN = process.env.EVENLB_BENCH_PIN !== '0' && CORES >= 2 && have('taskset');
+const PLACEMENT = PIN ? { proxy: String(CORES - 1), load: CORES === 2 ? '0' : `0-${CORES - 2}` } : undefined;
+
+/** `cmd args` placed on the cores of `role` (taskset execs the command: the pid is the command's). */
+function placed(role, cmd, args) {
+  return PLACEMENT === undefined ? [cmd, args] : ['taskset', ['-c', PLACEMENT[role], cmd, ...args]];
+}
+
 function cpuMicros(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -76,8 +93,9 @@ async function waitForPort(port, host = '127.0.0.1', timeoutMs = 10_000) {
   }
 }
 
-function start(cmd, args, options = {}) {
-  const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], ...options });
+function start(cmd, args, role = 'proxy') {
+  const [bin, argv] = placed(role, cmd, args);
+  const child = spawn(bin, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr?.on('data', (c) => {
     err += c;
@@ -97,11 +115,16 @@ async function stop(child) {
 }
 
 function wrk(port, connections, host = '127.0.0.1') {
-  const r = spawnSync(
-    'wrk',
-    ['-t1', `-c${connections}`, `-d${RUN_SECONDS}s`, '--latency', '-H', 'Host: bench.local', `http://${host}:${port}/`],
-    { encoding: 'utf8', timeout: (RUN_SECONDS + 20) * 1000 },
-  );
+  const [bin, argv] = placed('load', 'wrk', [
+    '-t1',
+    `-c${connections}`,
+    `-d${RUN_SECONDS}s`,
+    '--latency',
+    '-H',
+    'Host: bench.local',
+    `http://${host}:${port}/`,
+  ]);
+  const r = spawnSync(bin, argv, { encoding: 'utf8', timeout: (RUN_SECONDS + 20) * 1000 });
   const out = r.stdout ?? '';
   const num = (re) => {
     const m = re.exec(out);
@@ -153,7 +176,7 @@ for (const [host, port] of list) {
 }
 `,
   );
-  const child = start(process.execPath, [script]);
+  const child = start(process.execPath, [script], 'load');
   for (let i = 0; i < BACKEND_ADDRS.length; i++) await waitForPort(ports[i], BACKEND_ADDRS[i]);
   return { child, endpoints: BACKEND_ADDRS.map((a, i) => `${a}:${ports[i]}`) };
 }
@@ -297,6 +320,11 @@ await app.listen({ port: ${port}, host: '127.0.0.1' });
 
 async function main() {
   ensureTools();
+  process.stdout.write(
+    PLACEMENT === undefined
+      ? 'placement: unpinned (every process floats over all cores)\n'
+      : `placement: proxies on core ${PLACEMENT.proxy}, wrk and backends on core(s) ${PLACEMENT.load}\n`,
+  );
   if (!have('wrk')) {
     process.stdout.write('wrk is not installed: proxy benchmark skipped\n');
     return;
@@ -307,6 +335,7 @@ async function main() {
   // Every target runs at once (idle ones cost nothing); runs are interleaved round by round so
   // that background load on the machine affects every target alike.
   const running = [];
+  const samples = new Map();
   try {
     for (const [name, make] of Object.entries(targets)) {
       const t = await make(dir, backends.endpoints);
@@ -314,7 +343,6 @@ async function main() {
       else running.push({ name, ...t });
     }
     for (const t of running) wrk(t.port, 8, t.host); // warm-up (JIT, connection pools)
-    const samples = new Map();
     for (let r = 0; r < RUNS; r++) {
       for (const c of CONNECTIONS) {
         for (const t of running) {
@@ -374,11 +402,16 @@ async function main() {
   const targetsMet = CONNECTIONS.map((c) => {
     const n = ratios.find((r) => r.connections === c && r.baseline === 'nginx');
     const f = ratios.find((r) => r.connections === c && r.baseline === 'replyFrom');
+    // The same ratio taken round by round (evenlb and nginx measured minutes apart at most), then the median.
+    const e = samples.get(`evenlb ${c}`) ?? [];
+    const g = samples.get(`nginx ${c}`) ?? [];
+    const perRound = e.map((x, i) => x.cpuUsPerReq / (g[i]?.cpuUsPerReq ?? Number.NaN));
     return {
       connections: c,
       cpuVsNginx: n?.cpuPerReqRatio,
-      cpuTarget: 2.5,
-      cpuMet: n === undefined ? undefined : n.cpuPerReqRatio <= 2.5,
+      cpuVsNginxByRound: perRound.map((r) => Number(r.toFixed(2))).join(' / '),
+      cpuTarget: CPU_TARGET,
+      cpuMet: n === undefined ? undefined : n.cpuPerReqRatio <= CPU_TARGET,
       throughputVsReplyFrom: f?.throughputRatio,
       throughputTarget: 1.5,
       throughputMet: f === undefined ? undefined : f.throughputRatio >= 1.5,
@@ -389,6 +422,7 @@ async function main() {
     runSeconds: RUN_SECONDS,
     runs: RUNS,
     tool: 'wrk -t1 keep-alive',
+    placement: PLACEMENT === undefined ? 'unpinned' : { proxyCores: PLACEMENT.proxy, loadCores: PLACEMENT.load },
     backends: BACKEND_ADDRS.length,
     rows,
     ratios,
