@@ -158,10 +158,11 @@ export class EndpointLoad {
 
   /**
    * Records a request end. `ok` false counts an error (a 5xx or a transport failure).
-   * Latency is observed either way: a slow failure is still slow.
+   * Latency is observed either way: a slow failure is still slow. `now` is the clock's time
+   * (read here when not given).
    */
-  end(startMs: number, ok: boolean): void {
-    this.#tracker.endAt(this.#index, startMs, ok);
+  end(startMs: number, ok: boolean, now?: number): void {
+    this.#tracker.endAt(this.#index, startMs, ok, now);
   }
 
   /** Feeds one latency observation (ms) into the peak EWMA and the plain average. */
@@ -295,11 +296,10 @@ export class LoadTracker {
    * `start()`) of this same tracker: a record with requests in flight is never pruned, so its
    * index stays valid until they end.
    */
-  endAt(index: number, startMs: number, ok: boolean): void {
+  endAt(index: number, startMs: number, ok: boolean, now = this.clock.now()): void {
     const inFlight = this.inFlightCounts;
     const current = inFlight[index] as number;
     if (current > 0) inFlight[index] = current - 1;
-    const now = this.clock.now();
     this.observeAt(index, now - startMs, now);
     const row = index * STRIDE;
     const stats = this.#stats;

@@ -9,7 +9,7 @@ import type { Endpoint } from '../core/endpoint.js';
 import { EvenlbError } from '../core/errors.js';
 import type { Attempt, AttemptRequest, RetryCounts } from './attempt.js';
 import type { RequestOutcome } from './cluster-options.js';
-import { type AttemptFailure, outcomeOf, type RetryPolicy, type RetryReason } from './retry-policy.js';
+import { type AttemptFailure, noRetries, outcomeOf, type RetryPolicy, type RetryReason } from './retry-policy.js';
 
 /** What an attempt chain needs from its cluster. */
 export interface AttemptHost {
@@ -28,45 +28,72 @@ export interface AttemptHost {
   elsewhere(key: string): boolean;
 }
 
+/** No retries yet: shared by every first attempt until its chain retries (then it gets its own). */
+const NONE = Object.freeze(noRetries()) as RetryCounts;
+
 /** The first attempt of a request (or why nothing can be picked); `hash` is its affinity key, if any. */
 export function firstAttempt(
   host: AttemptHost,
   exclude: string | undefined,
-  counts: RetryCounts,
+  counts: RetryCounts = NONE,
   hash?: number,
 ): Attempt | EvenlbError {
   const picked = host.pick(exclude, hash);
-  return picked instanceof EvenlbError ? picked : attemptOn(host, picked, counts, hash);
+  return picked instanceof EvenlbError ? picked : new ChainAttempt(host, picked, counts, hash);
 }
 
 /**
- * An attempt on `endpoint`; `counts` are the chain's retries so far (shared along the chain),
- * `hash` the request's affinity key (its retries pick by it too).
+ * An attempt on `endpoint`; `counts` are the chain's retries so far (shared along the chain;
+ * omitted: none yet), `hash` the request's affinity key (its retries pick by it too).
  */
-export function attemptOn(host: AttemptHost, endpoint: Endpoint, counts: RetryCounts, hash?: number): Attempt {
-  const key = endpoint.key;
-  const startMs = host.open(endpoint);
-  let open = true;
-  const end = (outcome: RequestOutcome): void => {
-    if (open) host.settle(key, startMs, outcome);
-    open = false;
-  };
-  const reasonFor = (failure: AttemptFailure, request: AttemptRequest): RetryReason | undefined => {
-    const reason = host.closed() ? undefined : host.retryPolicy.decide(failure, { ...request, done: counts });
-    return reason === 'reused-connection' || host.elsewhere(key) ? reason : undefined;
-  };
-  return {
-    endpoint,
-    end,
-    retry(failure, request) {
-      if (!open) return undefined;
-      end(outcomeOf(failure));
-      const reason = reasonFor(failure, request);
-      if (reason === undefined) return undefined;
-      counts[reason]++;
-      host.retried(reason);
-      return firstAttempt(host, host.elsewhere(key) ? key : undefined, counts, hash);
-    },
-    wouldRetry: (failure, request) => open && reasonFor(failure, request) !== undefined,
-  };
+export function attemptOn(host: AttemptHost, endpoint: Endpoint, counts: RetryCounts = NONE, hash?: number): Attempt {
+  return new ChainAttempt(host, endpoint, counts, hash);
+}
+
+/** One attempt of a chain: one object per attempt on the request path, no closures. */
+class ChainAttempt implements Attempt {
+  readonly endpoint: Endpoint;
+  readonly #host: AttemptHost;
+  readonly #startMs: number;
+  readonly #counts: RetryCounts;
+  readonly #hash: number | undefined;
+  #open = true;
+
+  constructor(host: AttemptHost, endpoint: Endpoint, counts: RetryCounts, hash: number | undefined) {
+    this.endpoint = endpoint;
+    this.#host = host;
+    this.#counts = counts;
+    this.#hash = hash;
+    this.#startMs = host.open(endpoint);
+  }
+
+  end(outcome: RequestOutcome): void {
+    if (!this.#open) return;
+    this.#open = false;
+    this.#host.settle(this.endpoint.key, this.#startMs, outcome);
+  }
+
+  retry(failure: AttemptFailure, request: AttemptRequest): Attempt | EvenlbError | undefined {
+    if (!this.#open) return undefined;
+    this.end(outcomeOf(failure));
+    const reason = this.#reasonFor(failure, request);
+    if (reason === undefined) return undefined;
+    const host = this.#host;
+    // The chain's first retry gives it counts of its own (the shared `NONE` stays all zero).
+    const counts = this.#counts === NONE ? noRetries() : this.#counts;
+    counts[reason]++;
+    host.retried(reason);
+    const key = this.endpoint.key;
+    return firstAttempt(host, host.elsewhere(key) ? key : undefined, counts, this.#hash);
+  }
+
+  wouldRetry(failure: AttemptFailure, request: AttemptRequest): boolean {
+    return this.#open && this.#reasonFor(failure, request) !== undefined;
+  }
+
+  #reasonFor(failure: AttemptFailure, request: AttemptRequest): RetryReason | undefined {
+    const host = this.#host;
+    const reason = host.closed() ? undefined : host.retryPolicy.decide(failure, { ...request, done: this.#counts });
+    return reason === 'reused-connection' || host.elsewhere(this.endpoint.key) ? reason : undefined;
+  }
 }

@@ -55,7 +55,7 @@ import { ClusterTransport } from './cluster-transport.js';
 import { EndpointEntry, WINDOW_BUCKETS } from './endpoint-entry.js';
 import { toLegacyHandler } from './handler-adapters.js';
 import { forEndpoint } from './request-headers.js';
-import { noRetries, RetryPolicy, type RetryReason } from './retry-policy.js';
+import { RetryPolicy, type RetryReason } from './retry-policy.js';
 import { RoutedRequest, type RoutedRequestHost } from './routed-request.js';
 
 /** One request sent by a transport the cluster does not own; see `Cluster.acquire()` and `Attempt`. */
@@ -213,13 +213,13 @@ export class Cluster {
    */
   acquire(exclude?: string, hash?: number): Attempt | EvenlbError {
     this.#requests++;
-    return firstAttempt(this.#attempts, exclude, noRetries(), hash);
+    return firstAttempt(this.#attempts, exclude, undefined, hash);
   }
 
   /** Starts accounting for a request already bound to `endpoint` (legacy mode: the socket's). */
   track(endpoint: Endpoint): Attempt {
     this.#requests++;
-    return attemptOn(this.#attempts, endpoint, noRetries());
+    return attemptOn(this.#attempts, endpoint);
   }
 
   #elsewhere(key: string | undefined): boolean {
@@ -396,10 +396,11 @@ export class Cluster {
 
   #settle(key: string, startMs: number, outcome: RequestOutcome): void {
     const ok = outcome === 'success' || outcome === 'aborted';
+    const now = this.#clock.now();
     const load = this.balancer.loads.peek(key);
-    if (load !== undefined) load.end(startMs, ok);
+    if (load !== undefined) load.end(startMs, ok, now);
     if (outcome !== 'aborted') this.#outlier?.record(key, ok);
-    this.#observer?.requestEnded?.(this.name, key, outcome, this.#clock.now() - startMs);
+    this.#observer?.requestEnded?.(this.name, key, outcome, now - startMs);
   }
 
   /**
