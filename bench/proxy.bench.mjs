@@ -1,5 +1,6 @@
 // Proxy benchmark: CPU per request, throughput and latency of `evenlb proxy` against direct
-// access, nginx, HAProxy, a minimal undici `Pool.stream` proxy and @fastify/reply-from, all in
+// access, nginx, HAProxy, the floor of a proxy on Node's sockets (`nodeFloor`), a minimal undici
+// `Pool.stream` proxy and @fastify/reply-from, all in
 // the same run, all balancing keep-alive round robin (or evenlb's default policy) over the same
 // 4 loopback backends. Load: wrk, HTTP/1.1 keep-alive, 8 and 64 connections, 5 s per run, the
 // median of 3 runs, interleaved across targets. CPU per request = (utime + stime of the proxy process, from
@@ -291,6 +292,53 @@ http.createServer((req, res) => {
     await waitForPort(port);
     return { port, pid: child.pid, child };
   },
+  // The floor for any proxy written on Node's sockets: keep-alive round robin that finds the head's
+  // end and Content-Length and nothing else (no validation, no header rewriting, no balancing
+  // state). Not a usable proxy; it shows how much of the distance to nginx is Node itself.
+  async nodeFloor(dir, endpoints) {
+    const port = await freePort();
+    const script = join(dir, 'node-floor.mjs');
+    writeFileSync(
+      script,
+      `import net from 'node:net';
+const pools = ${JSON.stringify(endpoints)}.map((e) => ({ host: e.split(':')[0], port: Number(e.split(':')[1]), idle: [] }));
+let i = 0;
+function socketFor(pool) {
+  const idle = pool.idle.pop();
+  if (idle !== undefined) return idle;
+  const s = net.connect({ host: pool.host, port: pool.port, noDelay: true });
+  s.on('data', (chunk) => s.onChunk(chunk));
+  s.on('error', () => {});
+  return s;
+}
+net.createServer({ noDelay: true }, (client) => {
+  client.on('error', () => {});
+  client.on('data', (buf) => {
+    const end = buf.indexOf('\\r\\n\\r\\n');
+    if (end < 0) return;
+    const pool = pools[i++ % pools.length];
+    const up = socketFor(pool);
+    up.write(buf.toString('latin1', 0, end) + '\\r\\nx-forwarded-for: ' + client.remoteAddress + '\\r\\n\\r\\n', 'latin1');
+    let need = -1;
+    let got = 0;
+    up.onChunk = (chunk) => {
+      if (need < 0) {
+        const headEnd = chunk.indexOf('\\r\\n\\r\\n');
+        const m = /content-length: *(\\d+)/i.exec(chunk.toString('latin1', 0, headEnd));
+        need = headEnd + 4 + Number(m?.[1] ?? 0);
+      }
+      got += chunk.length;
+      client.write(chunk);
+      if (got >= need) pool.idle.push(up);
+    };
+  });
+}).listen(${port}, '127.0.0.1');
+`,
+    );
+    const child = start(process.execPath, [script]);
+    await waitForPort(port);
+    return { port, pid: child.pid, child };
+  },
   async replyFrom(dir, endpoints) {
     const port = await freePort();
     const script = join(dir, 'reply-from.mjs');
@@ -386,7 +434,7 @@ async function main() {
   for (const c of CONNECTIONS) {
     const e = find('evenlb', c);
     if (e === undefined) continue;
-    for (const base of ['nginx', 'haproxy', 'undiciPool', 'replyFrom', 'direct']) {
+    for (const base of ['nginx', 'haproxy', 'nodeFloor', 'undiciPool', 'replyFrom', 'direct']) {
       const b = find(base, c);
       if (b === undefined) continue;
       ratios.push({
