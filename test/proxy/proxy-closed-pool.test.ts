@@ -72,7 +72,8 @@ beforeAll(async () => {
     }),
     { logger: pino({ level: 'info' }, sink) },
   );
-  port = proxy.listenerPort('web');
+  port = proxy.listenerPort('web') ?? 0;
+  expect(port).toBeGreaterThan(0);
 });
 
 afterAll(async () => {
