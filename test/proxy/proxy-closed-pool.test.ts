@@ -9,7 +9,8 @@
  * - an `h2` cluster (`H2SessionPool` closed): an HTTP/2 stream, a gRPC stream and an HTTP/1.1
  *   request forwarded to it;
  * - an `http1` cluster (`Http1Upstream` closed): an HTTP/1.1 request on the proxy's data path,
- *   an HTTP/2 stream forwarded to it and an HTTP/1.0 request (served through node:http).
+ *   an HTTP/2 stream forwarded to it and an HTTP/1.0 request (served through node:http);
+ * - a whole `ProxyCluster` closed (pools and `Cluster`), of either protocol.
  *
  * Real sockets on loopback: one h2c and one HTTP/1.1 upstream, one proxy listener.
  */
@@ -64,10 +65,14 @@ beforeAll(async () => {
       clusters: [
         { name: 'grpc', target: `static:///${h2Key}`, protocol: 'h2' },
         { name: 'web', target: `static:///${h1Backend.key}` },
+        { name: 'grpc-retired', target: `static:///${h2Key}`, protocol: 'h2' },
+        { name: 'web-retired', target: `static:///${h1Backend.key}` },
       ],
       routes: [
         { hosts: ['grpc.test'], cluster: 'grpc' },
         { hosts: ['web.test'], cluster: 'web' },
+        { hosts: ['grpc-retired.test'], cluster: 'grpc-retired' },
+        { hosts: ['web-retired.test'], cluster: 'web-retired' },
       ],
     }),
     { logger: pino({ level: 'info' }, sink) },
@@ -182,5 +187,25 @@ describe('a request reaching a closed upstream pool', () => {
 
     const lines = await accessLineFor(503, 'web', 3);
     expect(lines.map((l) => l.reason)).toEqual(['cluster-closed', 'cluster-closed', 'cluster-closed']);
+  });
+
+  it('a whole cluster closed while still routed (as a reload retires one): the same 503 cluster-closed', async () => {
+    expect(await h1Request('grpc-retired.test')).toMatchObject({ status: 200 });
+    expect(await h1Request('web-retired.test')).toMatchObject({ status: 200 });
+    await proxy.clusters.get('grpc-retired')?.close();
+    await proxy.clusters.get('web-retired')?.close();
+
+    expect(await h2Request('grpc-retired.test', true)).toEqual({
+      status: 200,
+      reason: 'cluster-closed',
+      grpcStatus: '14',
+    });
+    expect(await h1Request('grpc-retired.test')).toEqual({ status: 503, reason: 'cluster-closed' });
+    expect(await h1Request('web-retired.test')).toEqual({ status: 503, reason: 'cluster-closed' });
+    expect(await h2Request('web-retired.test')).toEqual({
+      status: 503,
+      reason: 'cluster-closed',
+      grpcStatus: undefined,
+    });
   });
 });
