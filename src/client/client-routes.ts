@@ -9,7 +9,7 @@
  */
 
 import { Cluster } from '../cluster/cluster.js';
-import type { ClusterOptions, ClusterSettings } from '../cluster/cluster-options.js';
+import type { ClusterOptions } from '../cluster/cluster-options.js';
 import { clusterOnlySpec, clusterSettingsSpec, isEndpointSource } from '../cluster/cluster-options.js';
 import type { ClusterStats } from '../cluster/cluster-stats.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
@@ -22,11 +22,26 @@ import type { EndpointSource } from '../discovery/endpoint-source.js';
 import '../discovery/kubernetes/index.js';
 import { ClientMetrics, type MetricsRegistry } from '../metrics/client-metrics.js';
 
-/** A route: a target URI, an `EndpointSource`, or either with per-route overrides. */
-export type RouteSpec =
-  | string
-  | EndpointSource
-  | (ClusterSettings & { target: string | EndpointSource; authority?: string });
+/** A route object: where the endpoints come from, and per-route overrides of the client's settings. */
+const routeSpec = {
+  /** A target URI (`static:///`, `dns:///`, `file:///`, `k8s:///`) or an `EndpointSource`. */
+  target: opt.custom<string | EndpointSource, Record<string, never>>(
+    'a target URI string or an EndpointSource',
+    (v): v is string | EndpointSource => typeof v === 'string' || isEndpointSource(v),
+  ),
+  /** `Host` header value when the request has none; default: the request origin's host. */
+  authority: opt.string({ nonEmpty: true, optional: true }),
+  ...clusterSettingsSpec,
+};
+
+/**
+ * A route object, derived from `routeSpec`: a `target` plus any of the client's settings,
+ * overriding them for this route field by field (`tls` as a whole).
+ */
+export interface RouteOptions extends Input<typeof routeSpec> {}
+
+/** A route: a target URI, an `EndpointSource`, or a route object with per-route overrides. */
+export type RouteSpec = string | EndpointSource | RouteOptions;
 
 /** Stats of every route that exists so far. */
 export interface RoutingStats {
@@ -78,15 +93,6 @@ export const routingSpec = {
 export interface RoutingOptions extends Input<typeof routingSpec> {}
 
 export type ParsedRoutingOptions = Parsed<typeof routingSpec>;
-
-const routeSpec = {
-  target: opt.custom<string | EndpointSource, Record<string, never>>(
-    'a target URI string or an EndpointSource',
-    (v): v is string | EndpointSource => typeof v === 'string' || isEndpointSource(v),
-  ),
-  authority: opt.string({ nonEmpty: true, optional: true }),
-  ...clusterSettingsSpec,
-};
 
 const SETTINGS_KEYS = Object.keys(clusterSettingsSpec) as (keyof typeof clusterSettingsSpec)[];
 const LABEL = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';
