@@ -10,7 +10,12 @@
 
 import { Cluster } from '../cluster/cluster.js';
 import type { ClusterOptions } from '../cluster/cluster-options.js';
-import { clusterOnlySpec, clusterSettingsSpec, isEndpointSource } from '../cluster/cluster-options.js';
+import {
+  clusterOnlySpec,
+  clusterOptionsSpec,
+  clusterSettingsSpec,
+  isEndpointSource,
+} from '../cluster/cluster-options.js';
 import type { ClusterStats } from '../cluster/cluster-stats.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
 import { hostPortKey } from '../core/host.js';
@@ -22,15 +27,13 @@ import type { EndpointSource } from '../discovery/endpoint-source.js';
 import '../discovery/kubernetes/index.js';
 import { ClientMetrics, type MetricsRegistry } from '../metrics/client-metrics.js';
 
-/** A route object: where the endpoints come from, and per-route overrides of the client's settings. */
+/**
+ * A route object: where the endpoints come from, and per-route overrides of the client's
+ * settings — the cluster spec's own entries.
+ */
 const routeSpec = {
-  /** A target URI (`static:///`, `dns:///`, `file:///`, `k8s:///`) or an `EndpointSource`. */
-  target: opt.custom<string | EndpointSource, Record<string, never>>(
-    'a target URI string or an EndpointSource',
-    (v): v is string | EndpointSource => typeof v === 'string' || isEndpointSource(v),
-  ),
-  /** `Host` header value when the request has none; default: the request origin's host. */
-  authority: opt.string({ nonEmpty: true, optional: true }),
+  target: clusterOptionsSpec.target,
+  authority: clusterOptionsSpec.authority,
   ...clusterSettingsSpec,
 };
 
