@@ -29,7 +29,7 @@ export {
 } from './balancing/policy.js';
 // ---- Balancing clients ----
 export { BalancedAgent, type BalancedAgentOptions, type BalancedAgentStats } from './client/balanced-agent.js';
-export type { RouteSpec, RoutingOptions, RoutingStats } from './client/client-routes.js';
+export type { RouteOptions, RouteSpec, RoutingOptions, RoutingStats } from './client/client-routes.js';
 export { type BalancedHttpAgent, type BalancedHttpAgentOptions, createHttpAgent } from './client/http-agent.js';
 export {
   createWebhookClient,

@@ -9,12 +9,17 @@
  */
 
 import { Cluster } from '../cluster/cluster.js';
-import type { ClusterOptions, ClusterSettings } from '../cluster/cluster-options.js';
-import { clusterOnlySpec, clusterSettingsSpec, isEndpointSource } from '../cluster/cluster-options.js';
+import type { ClusterOptions } from '../cluster/cluster-options.js';
+import {
+  clusterOnlySpec,
+  clusterOptionsSpec,
+  clusterSettingsSpec,
+  isEndpointSource,
+} from '../cluster/cluster-options.js';
 import type { ClusterStats } from '../cluster/cluster-stats.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
 import { hostPortKey } from '../core/host.js';
-import { opt, optionError, type Parsed, parseOptions } from '../core/options.js';
+import { type Input, opt, optionError, type Parsed, parseOptions } from '../core/options.js';
 import type { Random } from '../core/random.js';
 import { parseTarget } from '../core/target.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
@@ -22,31 +27,24 @@ import type { EndpointSource } from '../discovery/endpoint-source.js';
 import '../discovery/kubernetes/index.js';
 import { ClientMetrics, type MetricsRegistry } from '../metrics/client-metrics.js';
 
-/** A route: a target URI, an `EndpointSource`, or either with per-route overrides. */
-export type RouteSpec =
-  | string
-  | EndpointSource
-  | (ClusterSettings & { target: string | EndpointSource; authority?: string });
+/**
+ * A route object: where the endpoints come from, and per-route overrides of the client's
+ * settings — the cluster spec's own entries.
+ */
+const routeSpec = {
+  target: clusterOptionsSpec.target,
+  authority: clusterOptionsSpec.authority,
+  ...clusterSettingsSpec,
+};
 
-/** Routing options shared by `BalancedAgent` and `createHttpAgent`. */
-export interface RoutingOptions extends ClusterSettings {
-  /** `'host:port'` (as requests address it) → where its endpoints come from. */
-  routes?: Record<string, RouteSpec>;
-  /**
-   * Route `<svc>.<ns>.svc[.<clusterDomain>]:<port>` to `k8s:///<svc>.<ns>:<port>` automatically:
-   * `true` or `{ clusterDomain }` (default `cluster.local`).
-   */
-  kubernetes?: boolean | { clusterDomain?: string };
-  /** Label for metrics and stats; default `default`. */
-  name?: string;
-  /** Prometheus metrics on the caller's prom-client registry. */
-  metrics?: { registry: MetricsRegistry };
-  clock?: ClusterOptions['clock'];
-  random?: Random;
-  /** Options for endpoint sources built from target URIs (`{ dns: {...}, file: {...}, kubernetes: {...} }`). */
-  sourceOptions?: Record<string, unknown>;
-  observer?: ClusterOptions['observer'];
-}
+/**
+ * A route object, derived from `routeSpec`: a `target` plus any of the client's settings,
+ * overriding them for this route field by field (`tls` as a whole).
+ */
+export interface RouteOptions extends Input<typeof routeSpec> {}
+
+/** A route: a target URI, an `EndpointSource`, or a route object with per-route overrides. */
+export type RouteSpec = string | EndpointSource | RouteOptions;
 
 /** Stats of every route that exists so far. */
 export interface RoutingStats {
@@ -56,19 +54,30 @@ export interface RoutingStats {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The spec of `RoutingOptions`; clients add their own fields to it. */
+/**
+ * The spec of `RoutingOptions`; clients add their own fields to it. The cluster settings are
+ * the agent-wide defaults a route may override; `clock`, `random`, `sourceOptions` and
+ * `observer` are `clusterOnlySpec`'s, handed to every route's cluster.
+ */
 export const routingSpec = {
+  /** `'host:port'` (as requests address it) → where its endpoints come from. */
   routes: opt.custom<Record<string, RouteSpec>, { optional: true }>(
     'an object of "host:port" → target',
     (v): v is Record<string, RouteSpec> => isObject(v),
     { optional: true },
   ),
+  /**
+   * Route `<svc>.<ns>.svc[.<clusterDomain>]:<port>` to `k8s:///<svc>.<ns>:<port>` automatically:
+   * `true` or `{ clusterDomain }` (default `cluster.local`).
+   */
   kubernetes: opt.custom<boolean | { clusterDomain?: string }, { optional: true }>(
     'a boolean or { clusterDomain }',
     (v): v is boolean | { clusterDomain?: string } => typeof v === 'boolean' || isObject(v),
     { optional: true },
   ),
+  /** Label for metrics and stats; default `default`. */
   name: opt.string({ nonEmpty: true, default: 'default' }),
+  /** Prometheus metrics on the caller's prom-client registry. */
   metrics: opt.custom<{ registry: MetricsRegistry }, { optional: true }>(
     '{ registry } with a prom-client Registry',
     (v): v is { registry: MetricsRegistry } => isObject(v) && isObject(v.registry),
@@ -78,16 +87,15 @@ export const routingSpec = {
   ...clusterOnlySpec,
 };
 
-export type ParsedRoutingOptions = Parsed<typeof routingSpec>;
+/**
+ * Routing options shared by `BalancedAgent` and `createHttpAgent`, derived from `routingSpec`
+ * (each field's meaning and default is the TSDoc of its spec entry). Every field has a spec
+ * entry — the programmatic ones (`clock`, `random`, `sourceOptions`, `observer`) too, as
+ * `custom` fields checked by shape — so nothing here is declared by hand.
+ */
+export interface RoutingOptions extends Input<typeof routingSpec> {}
 
-const routeSpec = {
-  target: opt.custom<string | EndpointSource, Record<string, never>>(
-    'a target URI string or an EndpointSource',
-    (v): v is string | EndpointSource => typeof v === 'string' || isEndpointSource(v),
-  ),
-  authority: opt.string({ nonEmpty: true, optional: true }),
-  ...clusterSettingsSpec,
-};
+export type ParsedRoutingOptions = Parsed<typeof routingSpec>;
 
 const SETTINGS_KEYS = Object.keys(clusterSettingsSpec) as (keyof typeof clusterSettingsSpec)[];
 const LABEL = '[a-z0-9]([-a-z0-9]*[a-z0-9])?';

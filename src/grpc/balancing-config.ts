@@ -26,7 +26,7 @@ import { parseHerdingGuardOptions } from '../balancing/shaping/herding-guard.js'
 import { parseZoneRoutingOptions } from '../balancing/shaping/zone-preference.js';
 import { balancerShaping, clusterSettingsSpec } from '../cluster/cluster-options.js';
 import { type EvenlbError, isEvenlbError } from '../core/errors.js';
-import { opt, optionError, type Parsed, parseOptions } from '../core/options.js';
+import { type Input, opt, optionError, type Parsed, parseOptions } from '../core/options.js';
 import type { TypedLoadBalancingConfig } from './grpc-module.js';
 
 /** The name the policy is registered under in grpc-js. */
@@ -45,8 +45,16 @@ export const grpcBalancingSpec = {
   policyOptions: opt.custom<unknown, { optional: true }>('policy options', (_v): _v is unknown => true, {
     optional: true,
   }),
-  /** Outlier detection options, or `false` to turn it off; default on with defaults. */
-  outlierDetection: opt.custom<Record<string, unknown> | false, { optional: true }>(
+  /**
+   * Outlier detection options (`outlierDetectionSpec`), or `false` to turn it off; default on
+   * with defaults. Kept as given here and checked by `parseGrpcBalancingConfig` with the
+   * detector's own spec (errors name `outlierDetection`), so callers get that spec's input type.
+   */
+  outlierDetection: opt.custom<
+    Record<string, unknown> | false,
+    { optional: true },
+    Input<typeof outlierDetectionSpec> | false
+  >(
     'false or an object of outlier detection options',
     (v): v is Record<string, unknown> | false => v === false || isObject(v),
     { optional: true },
@@ -78,21 +86,12 @@ export const grpcBalancingSpec = {
 
 export type GrpcBalancingConfig = Parsed<typeof grpcBalancingSpec>;
 
-/** What `evenlbServiceConfig` and the service config accept. */
-export interface GrpcBalancingConfigInput {
-  policy?: string;
-  policyOptions?: unknown;
-  outlierDetection?: Record<string, unknown> | false;
-  hashHeader?: string;
-  failureCodes?: readonly number[];
-  statsWindowMs?: number;
-  name?: string;
-  slowStartMs?: number;
-  slowStartAggression?: number;
-  slowStartMinWeightPercent?: number;
-  herdingGuard?: { maxShareMultiple?: number; minResponses?: number; seedLatency?: boolean } | false;
-  zoneRouting?: Record<string, unknown>;
-}
+/**
+ * What `evenlbServiceConfig` and the service config accept, derived from `grpcBalancingSpec`
+ * (each field's meaning and default is the TSDoc of its spec entry): `herdingGuard` and
+ * `zoneRouting` take their specs' input types, `outlierDetection` the outlier detector's.
+ */
+export interface GrpcBalancingConfigInput extends Input<typeof grpcBalancingSpec> {}
 
 const COMPONENT = 'evenlb load-balancing config';
 

@@ -5,12 +5,15 @@
  * http/1.1; `tcp`: L4), clusters name a target URI and how to balance and talk to it, routes
  * map a host and a path prefix to a cluster. A cluster's fields that are `Cluster` options are
  * not declared here: their schema, defaults and mapping come from the cluster spec through the
- * table in `cluster-config-fields.ts`; only the proxy's own cluster fields are. Other defaults
- * live in `proxy-config.ts`.
+ * table in `cluster-config-fields.ts`; only the proxy's own cluster fields are. Likewise a
+ * listener's connection limits (`recycle.maxRequestsPerConnection`, `recycle.maxConnectionAgeMs`,
+ * a `tcp` listener's `maxConnectionAgeMs`) take their type and schema from the recycler's spec
+ * entries. Other defaults live in `proxy-config.ts`.
  */
 
-import type { JsonSchema } from '../core/options.js';
+import { type FieldSpec, type Input, type JsonSchema, specSchema } from '../core/options.js';
 import type { FairShareOptions } from '../server/fair-share/fair-share-options.js';
+import { recyclerOptionsSpec } from '../server/recycler-options.js';
 import { type SameNameClusterConfig, sharedClusterSchema } from './cluster-config-fields.js';
 
 export type ListenerProtocol = 'http' | 'https' | 'tcp';
@@ -30,10 +33,19 @@ export interface ListenerLimits {
   readonly maxConnections: number;
 }
 
+/**
+ * The connection limits of a listener's `recycle`, taken from the recycler's spec: the same
+ * names, checks, meaning and JSON schema as `recycleConnections(server, { ... })`, which the
+ * listener runs them with (and the data path's `LifetimePolicy`). Only these two are offered
+ * in a file; the rest of the recycler's options keep their defaults.
+ */
+export const listenerRecycleLimitsSpec = {
+  maxRequestsPerConnection: recyclerOptionsSpec.maxRequestsPerConnection,
+  maxConnectionAgeMs: recyclerOptionsSpec.maxConnectionAgeMs,
+};
+
 /** Downstream connection recycling: push clients back through kube-proxy / the proxy's own balancer. */
-export interface ListenerRecycle {
-  readonly maxRequestsPerConnection?: number;
-  readonly maxConnectionAgeMs?: number;
+export interface ListenerRecycle extends Readonly<Input<typeof listenerRecycleLimitsSpec>> {
   /**
    * Fair-share shedding: the options of `recycleConnections(server, { fairShare })`
    * (`fairShareSpec`, validated with it at load), with `loadPort` required — a replica serves
@@ -67,8 +79,11 @@ export interface ListenerConfig {
   readonly cluster?: string;
   /** `tcp` only: `least-connections` (proxy-wide) or `maglev` (client address hash). */
   readonly balance?: 'least-connections' | 'maglev';
-  /** `tcp` only: close a connection at this age (±10% jitter) so it reconnects through the balancer. */
-  readonly maxConnectionAgeMs?: number;
+  /**
+   * `tcp` only: close a connection at this age (±10% jitter) so it reconnects through the
+   * balancer; the lifetime spec's `maxConnectionAgeMs` (its type and schema).
+   */
+  readonly maxConnectionAgeMs?: ListenerRecycle['maxConnectionAgeMs'];
   readonly limits: ListenerLimits;
   readonly recycle?: ListenerRecycle;
   /**
@@ -158,8 +173,12 @@ const ADDRESS = '^(\\[[0-9a-fA-F:.]+\\]|[^:\\[\\]]+):[0-9]{1,5}$';
 const NAME = '^[a-zA-Z0-9][-a-zA-Z0-9_.]{0,62}$';
 const posInt = { type: 'integer', minimum: 1 } as const;
 const nonNegInt = { type: 'integer', minimum: 0 } as const;
-const posNum = { type: 'number', exclusiveMinimum: 0 } as const;
 const nonEmptyString = { type: 'string', minLength: 1 } as const;
+
+/** The JSON schema fragment a spec entry declares for its values (`{}` when only its parser can tell). */
+function schemaOf(field: FieldSpec<unknown>): JsonSchema {
+  return field.schema ?? {};
+}
 
 /**
  * An object schema with exactly `properties` (unknown keys rejected), and `required` ones
@@ -181,6 +200,8 @@ export const proxyOnlyClusterProperties = {
 } as const;
 
 const sharedCluster = sharedClusterSchema();
+/** `recycle`'s limit fields, each with its spec entry's schema. */
+const recycleLimitProperties = specSchema(listenerRecycleLimitsSpec).properties as { readonly [k: string]: JsonSchema };
 
 /** The JSON schema every configuration passes before anything starts. */
 export const proxyConfigSchema = {
@@ -230,7 +251,7 @@ export const proxyConfigSchema = {
           ),
           cluster: { type: 'string', pattern: NAME },
           balance: { enum: ['least-connections', 'maglev'] },
-          maxConnectionAgeMs: posNum,
+          maxConnectionAgeMs: schemaOf(listenerRecycleLimitsSpec.maxConnectionAgeMs),
           limits: strictObject({
             maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1048576 },
             maxHeaderCount: { type: 'integer', minimum: 1, maximum: 10000 },
@@ -240,8 +261,7 @@ export const proxyConfigSchema = {
             maxConnections: nonNegInt,
           }),
           recycle: strictObject({
-            maxRequestsPerConnection: posInt,
-            maxConnectionAgeMs: posNum,
+            ...recycleLimitProperties,
             // Its fields are checked by the recycler's own option spec (proxy-config.ts).
             fairShare: { type: 'object' },
           }),

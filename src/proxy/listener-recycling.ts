@@ -29,7 +29,7 @@ import {
   type ShedderHost,
 } from '../server/fair-share/fair-share-shedder.js';
 import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
-import type { ListenerConfig } from './config-schema.js';
+import { type ListenerConfig, listenerRecycleLimitsSpec } from './config-schema.js';
 import type { Http1Downstream } from './http1/downstream-connection.js';
 
 export interface ListenerRecyclingDeps {
@@ -82,6 +82,7 @@ class DownstreamCandidate implements SheddableConnection {
 }
 
 const COMPONENT = 'proxy listener recycle';
+const RECYCLE_LIMITS = Object.keys(listenerRecycleLimitsSpec) as (keyof typeof listenerRecycleLimitsSpec)[];
 
 export class ListenerRecycling {
   /** The data path's age/request limits; undefined when neither is set. */
@@ -98,12 +99,9 @@ export class ListenerRecycling {
   constructor(config: ListenerConfig, deps: ListenerRecyclingDeps) {
     this.#deps = deps;
     const recycle = config.recycle;
-    const limits = {
-      ...(recycle?.maxRequestsPerConnection === undefined
-        ? {}
-        : { maxRequestsPerConnection: recycle.maxRequestsPerConnection }),
-      ...(recycle?.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: recycle.maxConnectionAgeMs }),
-    };
+    // The limits the file set, by the recycler's own names (`listenerRecycleLimitsSpec`).
+    const limits: Record<string, unknown> = {};
+    for (const k of RECYCLE_LIMITS) if (recycle?.[k] !== undefined) limits[k] = recycle[k];
     if (Object.keys(limits).length > 0) {
       const options = { ...limits, clock: deps.clock, random: deps.random };
       this.#recyclers.push(recycleConnections(deps.h1, options), recycleConnections(deps.h2, options));

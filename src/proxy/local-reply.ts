@@ -11,10 +11,21 @@ import type { ServerHttp2Stream } from 'node:http2';
 /** gRPC status codes used for local replies. */
 const GRPC_STATUS: Readonly<Record<number, number>> = { 400: 13, 404: 12, 421: 12, 431: 13, 502: 14, 503: 14, 504: 4 };
 
+/**
+ * The local reply for an error that ended a request before any upstream answer: its status and
+ * the `x-evenlb-reason` (also the access log's `reason`). Nothing reached an endpoint in the
+ * 503 cases, so a client may retry them; 502 means an upstream failed, 504 that it was too slow.
+ *
+ * @example
+ * statusForError(new EvenlbError(ErrorCodes.CLOSED, 'h2 session pool is closed')); // { status: 503, reason: 'cluster-closed' }
+ */
 export function statusForError(err: Error): { status: number; reason: string } {
   const details = (err as { details?: { reason?: unknown } }).details;
   const code = (err as { code?: unknown }).code;
   if (code === 'EVENLB_SERVICE_NOT_FOUND') return { status: 503, reason: 'service-not-found' };
+  // The cluster, or the upstream pool the request was to use, was closed by the proxy itself (a
+  // reload retired the cluster, the proxy is shutting down): not an upstream failure.
+  if (code === 'EVENLB_CLOSED') return { status: 503, reason: 'cluster-closed' };
   if (code === 'EVENLB_DISCOVERY_PENDING') return { status: 503, reason: 'discovery-pending' };
   if (code === 'EVENLB_NO_ENDPOINTS') {
     return { status: 503, reason: typeof details?.reason === 'string' ? details.reason : 'no-endpoints' };
