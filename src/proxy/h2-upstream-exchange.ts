@@ -161,10 +161,12 @@ export async function forwardStreamToH2(
     trailers = t;
   });
   down.on('wantTrailers', () => {
+    // Always a trailers frame, empty when the upstream sent none: it carries END_STREAM. A
+    // NO_ERROR reset instead waits for the client's half of the stream, and a client still
+    // sending (or holding) a body would never see the response end.
     const t: H2Headers = {};
     if (trailers !== undefined) for (const k in trailers) if (k.charCodeAt(0) !== 58) t[k] = trailers[k];
-    if (Object.keys(t).length > 0) down.sendTrailers(t);
-    else down.close(NGHTTP2_NO_ERROR);
+    down.sendTrailers(t);
   });
   up.pipe(down);
 
