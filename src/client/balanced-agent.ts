@@ -29,14 +29,9 @@ import { Agent, Dispatcher } from 'undici';
 import { type Cluster, failHandler } from '../cluster/cluster.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { hostPortKey } from '../core/host.js';
-import { opt, parseOptions } from '../core/options.js';
+import { type Input, opt, parseOptions } from '../core/options.js';
 import { Shutdown } from '../core/shutdown.js';
-import { ClientRoutes, type RoutingOptions, type RoutingStats, routingSpec } from './client-routes.js';
-
-export interface BalancedAgentOptions extends RoutingOptions {
-  /** Where unrouted origins go: a Dispatcher, or options for the plain undici `Agent` created for them. */
-  passthrough?: Dispatcher | Agent.Options;
-}
+import { ClientRoutes, type RoutingStats, routingSpec } from './client-routes.js';
 
 /** `agent.stats()`: one entry per route that exists so far. */
 export type BalancedAgentStats = RoutingStats;
@@ -45,14 +40,22 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const isDispatcher = (v: unknown): v is Dispatcher =>
   isObject(v) && typeof v.dispatch === 'function' && typeof v.close === 'function';
 
+/** The spec of `BalancedAgentOptions`: the routing options, and where unrouted origins go. */
 const agentSpec = {
   ...routingSpec,
+  /** Where unrouted origins go: a Dispatcher, or options for the plain undici `Agent` created for them. */
   passthrough: opt.custom<Dispatcher | Agent.Options, { optional: true }>(
     'a Dispatcher or undici Agent options',
     isObject,
     { optional: true },
   ),
 };
+
+/**
+ * Options of `new BalancedAgent(...)`, derived from `agentSpec`: every `RoutingOptions` field
+ * and `passthrough` (each field's meaning and default is the TSDoc of its spec entry).
+ */
+export interface BalancedAgentOptions extends Input<typeof agentSpec> {}
 
 /** Route key of an origin string (`https://svc.ns.svc` → `svc.ns.svc:443`), or undefined. */
 function routeKeyOf(origin: string): string | undefined {

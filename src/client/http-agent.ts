@@ -32,18 +32,11 @@ import { systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { hostPortKey } from '../core/host.js';
-import { opt, parseOptions } from '../core/options.js';
+import { type Input, opt, parseOptions } from '../core/options.js';
 import { createRandom } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
-import { ClientRoutes, type RoutingOptions, type RoutingStats, routingSpec } from './client-routes.js';
-
-export interface BalancedHttpAgentOptions extends RoutingOptions {
-  /** `http:` (an `http.Agent`) or `https:` (an `https.Agent`); default `http:`. */
-  protocol?: 'http:' | 'https:';
-  /** Other `http.Agent` options (`maxTotalSockets`, `scheduling`...); `keepAlive` defaults to true. */
-  agentOptions?: http.AgentOptions;
-}
+import { ClientRoutes, type RoutingStats, routingSpec } from './client-routes.js';
 
 /** The Agent `createHttpAgent` returns. */
 export interface BalancedHttpAgent extends http.Agent {
@@ -64,11 +57,20 @@ export interface BalancedHttpAgent extends http.Agent {
 const kMeta = Symbol('evenlb.meta');
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** The spec of `BalancedHttpAgentOptions`: the routing options, the protocol and the Agent's own options. */
 const httpAgentSpec = {
   ...routingSpec,
+  /** `http:` (an `http.Agent`) or `https:` (an `https.Agent`); default `http:`. */
   protocol: opt.oneOf(['http:', 'https:'] as const, { default: 'http:' }),
+  /** Other `http.Agent` options (`maxTotalSockets`, `scheduling`...); `keepAlive` defaults to true. */
   agentOptions: opt.custom<http.AgentOptions, { optional: true }>('http.Agent options', isObject, { optional: true }),
 };
+
+/**
+ * Options of `createHttpAgent(...)`, derived from `httpAgentSpec`: every `RoutingOptions` field,
+ * `protocol` and `agentOptions` (each field's meaning and default is the TSDoc of its spec entry).
+ */
+export interface BalancedHttpAgentOptions extends Input<typeof httpAgentSpec> {}
 
 /** Agent methods Node has at run time that @types/node leaves out. */
 interface AgentInternals {

@@ -23,10 +23,10 @@
  */
 import { isIP } from 'node:net';
 import { Agent, type Dispatcher, request } from 'undici';
-import { clusterSettingsSpec, isEndpointSource } from '../cluster/cluster-options.js';
+import { isEndpointSource } from '../cluster/cluster-options.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
-import { opt, optionError, parseOptions } from '../core/options.js';
+import { type Input, opt, optionError, parseOptions } from '../core/options.js';
 import { Shutdown } from '../core/shutdown.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import { BalancedAgent } from './balanced-agent.js';
@@ -38,13 +38,6 @@ export interface WebhookClientConfig {
   url?: string;
   /** Base64-encoded PEM CA bundle; default: the system roots. */
   caBundle?: string;
-}
-
-export interface WebhookClientOptions extends Omit<RoutingOptions, 'routes' | 'kubernetes' | 'allowH2'> {
-  /** Per-call timeout in ms; default 10 000. */
-  timeoutMs?: number;
-  /** Where the Service's endpoints come from instead of `k8s:///` (a target URI or an EndpointSource). */
-  endpoints?: string | EndpointSource;
 }
 
 export interface WebhookCallOptions {
@@ -70,19 +63,31 @@ export interface WebhookClient {
 }
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const { allowH2: _allowH2, ...settingsWithoutH2 } = clusterSettingsSpec;
-const { routes: _routes, kubernetes: _kubernetes, allowH2: _h2, ...routingWithoutRoutes } = routingSpec;
+/**
+ * The routing options less what the webhook's `clientConfig` decides: its one route
+ * (`routes`, `kubernetes`) and the protocol (http/1.1 only, as kube-apiserver offers).
+ */
+const { routes: _routes, kubernetes: _kubernetes, allowH2: _allowH2, ...webhookRoutingSpec } = routingSpec;
 
+/** The spec of `WebhookClientOptions`. */
 const webhookOptionsSpec = {
-  ...routingWithoutRoutes,
-  ...settingsWithoutH2,
+  ...webhookRoutingSpec,
+  /** Per-call timeout in ms; default 10 000. */
   timeoutMs: opt.number({ min: 0, exclusiveMin: true, default: 10_000 }),
+  /** Where the Service's endpoints come from instead of `k8s:///` (a target URI or an EndpointSource). */
   endpoints: opt.custom<string | EndpointSource, { optional: true }>(
     'a target URI or an EndpointSource',
     (v): v is string | EndpointSource => typeof v === 'string' || isEndpointSource(v),
     { optional: true },
   ),
 };
+
+/**
+ * Options of `createWebhookClient(config, options)`, derived from `webhookOptionsSpec`: the
+ * `RoutingOptions` fields but `routes`, `kubernetes` and `allowH2`, plus `timeoutMs` and
+ * `endpoints` (each field's meaning and default is the TSDoc of its spec entry).
+ */
+export interface WebhookClientOptions extends Input<typeof webhookOptionsSpec> {}
 
 function configError(field: string, expected: string, received: unknown): EvenlbError {
   return optionError('WebhookClientConfig', field, expected, received);

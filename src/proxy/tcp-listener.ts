@@ -8,8 +8,10 @@
  * or the connect timeout on the injected clock) goes through `attempt.retry` — the cluster's
  * one retry policy (`retries.connectFailures`), counted once by the cluster — and the attempt
  * ends when the upstream connection closes: `success` unless it failed (`transport-error`).
- * `maxConnectionAgeMs` ends connections at their (±10% jittered) age so long connections come
- * back through the balancer.
+ * `maxConnectionAgeMs` ends connections at their age so long connections come back through the
+ * balancer: each connection's own limit is drawn by the project's one `LifetimePolicy` (the
+ * lifetime spec's `maxConnectionAgeMs`, its default ±10% `ageJitter`) from the injected
+ * `Random`, and the timer runs on the injected `Clock`.
  */
 import net, { type Socket } from 'node:net';
 import type { Logger } from 'pino';
@@ -20,6 +22,7 @@ import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
+import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ListenerConfig } from './config-schema.js';
 import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
 import { statusForError } from './local-reply.js';
@@ -35,7 +38,7 @@ export interface TcpListenerDeps {
   readonly logger: Logger;
   /** Connect timeouts and connection ages run on this clock. */
   readonly clock: Clock;
-  /** Draws each connection's age jitter. */
+  /** Draws each connection's age limit (its jitter), through the listener's `LifetimePolicy`. */
   readonly random: Random;
 }
 
@@ -45,10 +48,20 @@ export class TcpListener {
   readonly #server: net.Server;
   readonly #sockets: ListenerSockets;
   readonly #shutdown = new Shutdown();
+  /** The connection age rule (`maxConnectionAgeMs`, jittered); undefined when no age is set. */
+  readonly #lifetime: LifetimePolicy | undefined;
 
   constructor(config: ListenerConfig, deps: TcpListenerDeps) {
     this.config = config;
     this.#deps = deps;
+    this.#lifetime =
+      config.maxConnectionAgeMs === undefined
+        ? undefined
+        : new LifetimePolicy(
+            { maxConnectionAgeMs: config.maxConnectionAgeMs },
+            deps.random,
+            `listeners.${config.name}`,
+          );
     this.#sockets = new ListenerSockets(config.name, deps.metrics, deps.clock);
     this.#server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.#onConnection(socket));
     if (config.limits.maxConnections > 0) this.#server.maxConnections = config.limits.maxConnections;
@@ -107,17 +120,14 @@ export class TcpListener {
       upstream.pipe(client);
       client.pipe(upstream);
       client.resume();
-      const age = this.config.maxConnectionAgeMs;
-      if (age !== undefined) {
-        const rnd = this.#deps.random.next();
-        ageTimer = clock.setTimeout(
-          () => {
-            // Half-close both ways: the client sees EOF and reconnects through the balancer.
-            client.end();
-            upstream.end();
-          },
-          age * (0.9 + 0.2 * rnd),
-        );
+      // This connection's own limit, drawn once as it opens (undefined: no age limit).
+      const maxAgeMs = this.#lifetime?.drawMaxAgeMs();
+      if (maxAgeMs !== undefined) {
+        ageTimer = clock.setTimeout(() => {
+          // Half-close both ways: the client sees EOF and reconnects through the balancer.
+          client.end();
+          upstream.end();
+        }, maxAgeMs);
       }
     });
     upstream.on('error', (err: Error) => {
