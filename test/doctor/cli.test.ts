@@ -137,16 +137,19 @@ describe('evenlb doctor (child process)', { timeout: 120_000 }, () => {
   });
 
   it('usage errors exit 2 naming the flag or field', async () => {
-    let r = await doctor(['--service', 'not-a-service']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain('option "service" must be a Service as "namespace/name"');
-    r = await doctor(['--service', 'a/b', '--fail-above', 'high']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("option '--fail-above <ratio>' argument 'high' is invalid");
-    r = await doctor([]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("required option '--service <ns/name>' not specified");
-    r = await doctor(['--service', 'a/b', '--proxy-mode', 'userspace']);
-    expect(r.code).toBe(2);
+    // Four processes that each exit at once: started together.
+    const [service, failAbove, none, proxyMode] = await Promise.all([
+      doctor(['--service', 'not-a-service']),
+      doctor(['--service', 'a/b', '--fail-above', 'high']),
+      doctor([]),
+      doctor(['--service', 'a/b', '--proxy-mode', 'userspace']),
+    ]);
+    expect(service.code).toBe(2);
+    expect(service.stderr).toContain('option "service" must be a Service as "namespace/name"');
+    expect(failAbove.code).toBe(2);
+    expect(failAbove.stderr).toContain("option '--fail-above <ratio>' argument 'high' is invalid");
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("required option '--service <ns/name>' not specified");
+    expect(proxyMode.code).toBe(2);
   });
 });
