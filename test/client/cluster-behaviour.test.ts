@@ -16,6 +16,7 @@ import {
   clientMetricNames,
   type EndpointInput,
   EndpointSet,
+  ManualClock,
   StaticEndpointSource,
 } from '../../src/index.js';
 import { type Pod, podsAndAgent, startPod, startPods, waitFor } from '../support/loopback-pods.js';
@@ -90,38 +91,52 @@ describe('cluster behaviour', () => {
     expect(posts.filter((s) => s === 503).length).toBeGreaterThan(0);
   });
 
+  // Both limits run on a ManualClock: the connections' ages and idle times are simulated, so
+  // the counts below are exact however slow the machine is (they once counted connections in
+  // a 450 ms wall-clock window and failed under load).
   test('idleTimeoutMs closes idle connections; maxConnectionAgeMs rotates busy ones', async () => {
     const pod = await startPod({ keepAliveTimeoutMs: 30_000 });
     fx.pods = [pod];
+    const idleClock = new ManualClock(1_000_000);
     fx.agent = new BalancedAgent({
       routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
       idleTimeoutMs: 150,
+      clock: idleClock,
     });
+    const openConnections = (agent: BalancedAgent) => agent.stats().routes[0]?.endpoints[0]?.openConnections;
     await call();
     expect(pod.openSockets).toBe(1);
-    const t = performance.now();
-    await waitFor(() => pod.openSockets === 0, 'the idle connection to close', 2_000);
-    const closedAfter = (pod.closedAt.get(1) ?? 0) - t;
-    expect(closedAfter).toBeGreaterThan(100);
+    // One simulated millisecond short of the limit the connection is still open and reused.
+    idleClock.advance(149);
+    expect(openConnections(fx.agent)).toBe(1);
+    await call();
+    expect(pod.socketsOpened).toBe(1);
+    // The second request restarted the idle time: 149 ms on, still open; at 150 ms it closes.
+    idleClock.advance(149);
+    expect(openConnections(fx.agent)).toBe(1);
+    idleClock.advance(1);
+    await waitFor(() => pod.openSockets === 0, 'the idle connection to close', 10_000);
+    expect(pod.socketsOpened).toBe(1);
     await fx.agent.close();
 
+    const ageClock = new ManualClock(1_000_000);
     fx.agent = new BalancedAgent({
       routes: { [ROUTE]: new StaticEndpointSource([pod.endpoint]) },
       maxConnectionAgeMs: 100,
       ageJitter: 0,
+      clock: ageClock,
     });
     const before = pod.socketsOpened;
-    const until = performance.now() + 450;
-    let n = 0;
-    while (performance.now() < until && n < 5_000) {
-      await call();
-      n++;
-      await new Promise((r) => setTimeout(r, 5));
+    // Steady traffic: one request every 20 simulated ms for 450 ms (23 requests, t = 0…440).
+    // Each connection lives 100 ms, so connections open at t = 0, 100, 200, 300 and 400.
+    for (let t = 0; t <= 440; t += 20) {
+      expect((await call()).status).toBe(200);
+      ageClock.advance(20);
     }
-    // About one new connection every 100 ms of steady traffic.
-    const opened = pod.socketsOpened - before;
-    expect(opened).toBeGreaterThanOrEqual(3);
-    expect(opened).toBeLessThanOrEqual(7);
+    expect(pod.socketsOpened - before).toBe(5);
+    // Each connection carried the requests of its 100 ms: 5, 5, 5, 5, then 3 (t = 400…440).
+    const perConnection = [...pod.requestsPerSocket].filter(([id]) => id > before).map(([, n]) => n);
+    expect(perConnection).toEqual([5, 5, 5, 5, 3]);
   });
 
   test('Prometheus metrics on the caller registry', async () => {

@@ -223,14 +223,25 @@ describe('evenlb demo', () => {
     expect(netnsList().filter((n) => n.startsWith(`evenlb-${r.pid}-`))).toEqual([]);
   }, 60_000);
 
-  it.each([
+  const usageErrors: readonly (readonly [readonly string[], RegExp])[] = [
     [['--pods', '1'], /"pods" must be an integer between 2 and 50/],
     [['--phases', 'pinned,nope'], /unknown phase "nope"/],
     [['--duration', 'soon'], /expected a duration/],
     [['--output', '/nonexistent-dir/report.html'], /--output .*does not exist/],
-  ])('rejects %j with exit 2', async (args, message) => {
-    const r = await runBuiltCli(['demo', ...args], { timeoutMs: 10_000 });
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(message);
-  });
+  ];
+  /** Each usage error is its own CLI process; all start with the first case (each exits at once). */
+  let usageRuns: Promise<Awaited<ReturnType<typeof runBuiltCli>>>[] | undefined;
+  it.each(usageErrors.map(([args, message], i) => [args, message, i] as const))(
+    'rejects %j with exit 2',
+    async (_args, message, i) => {
+      if (usageRuns === undefined) {
+        usageRuns = usageErrors.map(([args]) => runBuiltCli(['demo', ...args], { timeoutMs: 20_000 }));
+        // A run that fails is reported by its own case; the others must not see it unhandled.
+        for (const run of usageRuns) run.catch(() => undefined);
+      }
+      const r = await (usageRuns[i] as (typeof usageRuns)[number]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(message);
+    },
+  );
 });

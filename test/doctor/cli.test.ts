@@ -95,22 +95,18 @@ describe('evenlb doctor (child process)', { timeout: 120_000 }, () => {
   it('Prometheus unreachable: exit 1 naming its URL; a query it rejects: exit 2 naming the query', async () => {
     const { c, kubeconfig } = await start('kube-proxy-pinning');
     const port = await closedPort();
-    let r = await doctor([
-      '--service',
-      c.service,
-      '--kubeconfig',
-      kubeconfig,
-      '--prometheus',
-      `http://127.0.0.1:${port}`,
+    // Two independent runs against the same cluster: started together.
+    const [unreachable, rejected] = await Promise.all([
+      doctor(['--service', c.service, '--kubeconfig', kubeconfig, '--prometheus', `http://127.0.0.1:${port}`]),
+      doctor([
+        ...['--service', c.service, '--kubeconfig', kubeconfig, '--prometheus', c.prometheusUrl],
+        ...['--query', 'syntax error here'],
+      ]),
     ]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`cannot reach Prometheus at http://127.0.0.1:${port}: ECONNREFUSED`);
-    r = await doctor([
-      ...['--service', c.service, '--kubeconfig', kubeconfig, '--prometheus', c.prometheusUrl],
-      ...['--query', 'syntax error here'],
-    ]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`Prometheus at ${c.prometheusUrl} rejected the query syntax error here`);
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toContain(`cannot reach Prometheus at http://127.0.0.1:${port}: ECONNREFUSED`);
+    expect(rejected.code).toBe(2);
+    expect(rejected.stderr).toContain(`Prometheus at ${c.prometheusUrl} rejected the query syntax error here`);
   });
 
   it('RBAC forbidden: exit 1 naming the resource and the role to grant (a required read, then the pod proxy)', async () => {
@@ -137,16 +133,19 @@ describe('evenlb doctor (child process)', { timeout: 120_000 }, () => {
   });
 
   it('usage errors exit 2 naming the flag or field', async () => {
-    let r = await doctor(['--service', 'not-a-service']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain('option "service" must be a Service as "namespace/name"');
-    r = await doctor(['--service', 'a/b', '--fail-above', 'high']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("option '--fail-above <ratio>' argument 'high' is invalid");
-    r = await doctor([]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("required option '--service <ns/name>' not specified");
-    r = await doctor(['--service', 'a/b', '--proxy-mode', 'userspace']);
-    expect(r.code).toBe(2);
+    // Four processes that each exit at once: started together.
+    const [service, failAbove, none, proxyMode] = await Promise.all([
+      doctor(['--service', 'not-a-service']),
+      doctor(['--service', 'a/b', '--fail-above', 'high']),
+      doctor([]),
+      doctor(['--service', 'a/b', '--proxy-mode', 'userspace']),
+    ]);
+    expect(service.code).toBe(2);
+    expect(service.stderr).toContain('option "service" must be a Service as "namespace/name"');
+    expect(failAbove.code).toBe(2);
+    expect(failAbove.stderr).toContain("option '--fail-above <ratio>' argument 'high' is invalid");
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain("required option '--service <ns/name>' not specified");
+    expect(proxyMode.code).toBe(2);
   });
 });
