@@ -6,7 +6,7 @@
  * reported as degraded with a message naming the cause.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,7 +82,10 @@ describe('in-cluster', () => {
       await waitForSnapshot(source, okWith('10.0.0.1:8080'));
       expect(api.requests.at(-1)?.token).toBe('sa-token');
 
-      await writeFile(join(sa, 'token'), 'sa-token-2');
+      // Rotated as the kubelet does it: the new file replaces the old in one rename, so a
+      // reader never sees it empty (writeFile truncates first: a read then sent no token).
+      await writeFile(join(sa, 'token.new'), 'sa-token-2');
+      await rename(join(sa, 'token.new'), join(sa, 'token'));
       api.setToken('sa-token-2');
       api.dropWatches();
       api.applyEndpointSlice(webSlice('10.0.0.1', '10.0.0.2'));
