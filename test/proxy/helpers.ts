@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import type http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
@@ -151,4 +151,24 @@ export function h2StatusOf(session: http2.ClientHttp2Session, path: string, auth
     req.resume();
     req.on('end', () => resolve(status));
   });
+}
+
+/**
+ * A TCP echo server on 127.0.0.1 (every byte sent back); its port. Its close and the
+ * destruction of its open sockets are pushed onto `cleanup`.
+ */
+export async function startTcpEcho(cleanup: (() => Promise<unknown>)[]): Promise<number> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((s) => {
+    sockets.add(s);
+    s.on('error', () => {});
+    s.on('close', () => sockets.delete(s));
+    s.pipe(s);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  cleanup.push(() => new Promise<void>((r) => server.close(() => r())));
+  cleanup.push(async () => {
+    for (const s of sockets) s.destroy();
+  });
+  return (server.address() as AddressInfo).port;
 }

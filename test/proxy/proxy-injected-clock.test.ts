@@ -9,27 +9,12 @@ import { ManualClock } from '../../src/core/clock.js';
 import { createRandom } from '../../src/core/random.js';
 import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { quietLogger, waitFor } from './helpers.js';
+import { quietLogger, startTcpEcho, waitFor } from './helpers.js';
 
 const cleanup: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
-
-async function echoServer(): Promise<number> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-    s.pipe(s);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanup.push(() => new Promise<void>((r) => server.close(() => r())));
-  cleanup.push(async () => {
-    for (const s of sockets) s.destroy();
-  });
-  return (server.address() as net.AddressInfo).port;
-}
 
 async function proxyOn(clock: ManualClock, config: unknown): Promise<ProxyServer> {
   const proxy = await ProxyServer.start(normalizeProxyConfig(config), {
@@ -55,7 +40,7 @@ async function connect(port: number): Promise<{ socket: net.Socket; closed: () =
 describe('proxy on an injected clock', () => {
   test('a tcp listener ends a connection at its (jittered) age only when the clock says so', async () => {
     const clock = new ManualClock();
-    const upstream = await echoServer();
+    const upstream = await startTcpEcho(cleanup);
     const proxy = await proxyOn(clock, {
       listeners: [{ name: 'l4', address: '127.0.0.1:0', protocol: 'tcp', cluster: 'c', maxConnectionAgeMs: 10_000 }],
       clusters: [{ name: 'c', target: `static:///127.0.0.1:${upstream}` }],
@@ -75,7 +60,7 @@ describe('proxy on an injected clock', () => {
 
   test('an http listener times out an incomplete request head on the injected clock', async () => {
     const clock = new ManualClock();
-    const upstream = await echoServer();
+    const upstream = await startTcpEcho(cleanup);
     const proxy = await proxyOn(clock, {
       listeners: [{ name: 'web', address: '127.0.0.1:0', limits: { headersTimeoutMs: 1_000 } }],
       clusters: [{ name: 'c', target: `static:///127.0.0.1:${upstream}` }],

@@ -13,7 +13,7 @@ import { ManualClock } from '../../src/core/clock.js';
 import { createRandom } from '../../src/core/random.js';
 import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { quietLogger, waitFor } from './helpers.js';
+import { quietLogger, startTcpEcho, waitFor } from './helpers.js';
 
 const AGE_MS = 10_000;
 const STEP_MS = AGE_MS / 100;
@@ -23,22 +23,6 @@ const cleanup: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
-
-async function echoServer(): Promise<number> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-    s.on('close', () => sockets.delete(s));
-    s.pipe(s);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  cleanup.push(() => new Promise<void>((r) => server.close(() => r())));
-  cleanup.push(async () => {
-    for (const s of sockets) s.destroy();
-  });
-  return (server.address() as net.AddressInfo).port;
-}
 
 /** A connection whose upstream is up (one echo came back), so its age limit has been drawn. */
 async function connected(port: number): Promise<net.Socket> {
@@ -63,7 +47,7 @@ function roundTrip(socket: net.Socket): Promise<void> {
  */
 async function endTimes(seed: number): Promise<number[]> {
   const clock = new ManualClock();
-  const upstream = await echoServer();
+  const upstream = await startTcpEcho(cleanup);
   const target = `static:///127.0.0.1:${upstream}`;
   const proxy = await ProxyServer.start(
     normalizeProxyConfig({
