@@ -4,7 +4,7 @@
  * bounded load loops (count and time).
  */
 import http from 'node:http';
-import type http2 from 'node:http2';
+import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
@@ -171,4 +171,51 @@ export async function startTcpEcho(cleanup: (() => Promise<unknown>)[]): Promise
     for (const s of sockets) s.destroy();
   });
   return (server.address() as AddressInfo).port;
+}
+
+export interface H2Answer {
+  status: number;
+  body: string;
+  trailers: Record<string, unknown> | undefined;
+}
+
+/**
+ * One HTTP/2 request on a fresh h2c session to 127.0.0.1:`port` (`:authority` svc.example, a
+ * body when given); its status, body and trailers. Rejects when it has not ended within 5 s.
+ */
+export function h2Exchange(port: number, method: string, path: string, body?: string): Promise<H2Answer> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    session.on('error', reject);
+    const req = session.request(
+      { ':method': method, ':path': path, ':authority': 'svc.example' },
+      { endStream: body === undefined },
+    );
+    const answer: H2Answer = { status: 0, body: '', trailers: undefined };
+    const timer = setTimeout(() => {
+      session.destroy();
+      reject(new Error(`HTTP/2 ${method} ${path} did not end within 5 s`));
+    }, 5000);
+    req.on('response', (h) => {
+      answer.status = Number(h[':status']);
+    });
+    req.on('trailers', (t) => {
+      answer.trailers = { ...t };
+    });
+    req.setEncoding('utf8');
+    req.on('data', (c: string) => {
+      answer.body += c;
+    });
+    req.on('end', () => {
+      clearTimeout(timer);
+      session.close();
+      resolve(answer);
+    });
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      session.destroy();
+      reject(err);
+    });
+    if (body !== undefined) req.end(body);
+  });
 }

@@ -2,10 +2,9 @@
  * HTTP/2 clients of an HTTP/1.1 cluster: a chunked upstream response's trailer section
  * reaches the client as HTTP/2 trailers; responses without trailers end normally.
  */
-import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { type Backend, startBackend, startProxy } from './helpers.js';
+import { type Backend, h2Exchange, startBackend, startProxy } from './helpers.js';
 
 let backend: Backend;
 let proxy: ProxyServer;
@@ -42,38 +41,7 @@ afterAll(async () => {
   await backend?.close();
 });
 
-interface H2Answer {
-  status: number;
-  body: string;
-  trailers: http2.IncomingHttpHeaders | undefined;
-}
-
-function get(path: string): Promise<H2Answer> {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect(`http://127.0.0.1:${port}`);
-    session.on('error', reject);
-    const req = session.request({ ':path': path, ':authority': 'svc.example' });
-    const answer: H2Answer = { status: 0, body: '', trailers: undefined };
-    const timer = setTimeout(() => reject(new Error(`no end for ${path}`)), 5000);
-    req.on('response', (h) => {
-      answer.status = Number(h[':status']);
-    });
-    req.on('trailers', (t) => {
-      answer.trailers = t;
-    });
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => {
-      answer.body += c;
-    });
-    req.on('end', () => {
-      clearTimeout(timer);
-      session.close();
-      resolve(answer);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const get = (path: string) => h2Exchange(port, 'GET', path);
 
 describe('HTTP/2 client, HTTP/1.1 upstream', () => {
   it('relays the upstream trailer section as HTTP/2 trailers', async () => {

@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { nextLoopbackAddress } from '../support/loopback-pods.js';
-import { startProxy } from './helpers.js';
+import { type H2Answer as Answer, h2Exchange, startProxy } from './helpers.js';
 
 let upstream: http2.Http2Server;
 let proxy: ProxyServer;
@@ -58,50 +58,6 @@ afterAll(async () => {
   await new Promise<void>((r) => upstream?.close(() => r()));
 });
 
-interface Answer {
-  status: number;
-  body: string;
-  trailers: Record<string, unknown> | undefined;
-}
-
-/** One HTTP/2 request through the proxy; rejects when it has not ended within 5 s. */
-function h2Request(method: string, path: string, body: string | undefined): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect(`http://127.0.0.1:${port}`);
-    session.on('error', reject);
-    const req = session.request(
-      { ':method': method, ':path': path, ':authority': 'svc.example' },
-      { endStream: body === undefined },
-    );
-    const answer: Answer = { status: 0, body: '', trailers: undefined };
-    const timer = setTimeout(() => {
-      session.destroy();
-      reject(new Error(`HTTP/2 ${method} ${path} did not end within 5 s`));
-    }, 5000);
-    req.on('response', (h) => {
-      answer.status = Number(h[':status']);
-    });
-    req.on('trailers', (t) => {
-      answer.trailers = { ...t };
-    });
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => {
-      answer.body += c;
-    });
-    req.on('end', () => {
-      clearTimeout(timer);
-      session.close();
-      resolve(answer);
-    });
-    req.on('error', (err) => {
-      clearTimeout(timer);
-      session.destroy();
-      reject(err);
-    });
-    if (body !== undefined) req.end(body);
-  });
-}
-
 /** One HTTP/1.1 request through the proxy; rejects when it has not ended within 5 s. */
 function h1Request(method: string, path: string, body: string | undefined): Promise<Answer> {
   return new Promise((resolve, reject) => {
@@ -122,7 +78,7 @@ function h1Request(method: string, path: string, body: string | undefined): Prom
 
 describe('an h2 cluster answering without trailers', () => {
   it('ends an HTTP/2 POST with a body (the request that hung)', async () => {
-    const a = await h2Request('POST', '/plain', 'x'.repeat(1000));
+    const a = await h2Exchange(port, 'POST', '/plain', 'x'.repeat(1000));
     expect(a.status).toBe(201);
     expect(a.body).toBe('POST /plain got 1000 bytes');
   });
@@ -133,7 +89,7 @@ describe('an h2 cluster answering without trailers', () => {
       ['GET', undefined],
       ['POST', ''],
     ] as const) {
-      const a = await h2Request(method, '/plain', body);
+      const a = await h2Exchange(port, method, '/plain', body);
       expect(a.status).toBe(201);
       expect(a.body).toBe(`${method} /plain got 0 bytes`);
     }
@@ -152,7 +108,7 @@ describe('an h2 cluster answering without trailers', () => {
 describe('an h2 cluster answering with trailers', () => {
   it('relays them to an HTTP/2 client, with and without a request body', async () => {
     for (const body of [undefined, 'payload']) {
-      const a = await h2Request(body === undefined ? 'GET' : 'POST', '/trailers', body);
+      const a = await h2Exchange(port, body === undefined ? 'GET' : 'POST', '/trailers', body);
       expect(a.status).toBe(200);
       expect(a.trailers?.['x-checksum']).toBe('c0ffee');
     }
