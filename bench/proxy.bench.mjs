@@ -148,6 +148,15 @@ function wrk(port, connections, host = '127.0.0.1') {
   };
 }
 
+/** A proxy written as a Node script (the Node baselines): written to `dir/file`, started, listening on `port`. */
+async function nodeProxy(dir, file, port, source) {
+  const script = join(dir, file);
+  writeFileSync(script, source);
+  const child = start(process.execPath, [script]);
+  await waitForPort(port);
+  return { port, pid: child.pid, child };
+}
+
 function median(values) {
   const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (v.length === 0) return Number.NaN;
@@ -273,9 +282,10 @@ ${endpoints.map((e, i) => `  server b${i} ${e}`).join('\n')}
   },
   async undiciPool(dir, endpoints) {
     const port = await freePort();
-    const script = join(dir, 'undici-proxy.mjs');
-    writeFileSync(
-      script,
+    return nodeProxy(
+      dir,
+      'undici-proxy.mjs',
+      port,
       `import http from 'node:http';
 import { Pool } from ${JSON.stringify(join(root, 'node_modules', 'undici', 'index.js'))};
 const pools = ${JSON.stringify(endpoints)}.map((e) => new Pool('http://' + e, { connections: 128 }));
@@ -288,18 +298,16 @@ http.createServer((req, res) => {
 }).listen(${port}, '127.0.0.1');
 `,
     );
-    const child = start(process.execPath, [script]);
-    await waitForPort(port);
-    return { port, pid: child.pid, child };
   },
   // The floor for any proxy written on Node's sockets: keep-alive round robin that finds the head's
   // end and Content-Length and nothing else (no validation, no header rewriting, no balancing
   // state). Not a usable proxy; it shows how much of the distance to nginx is Node itself.
   async nodeFloor(dir, endpoints) {
     const port = await freePort();
-    const script = join(dir, 'node-floor.mjs');
-    writeFileSync(
-      script,
+    return nodeProxy(
+      dir,
+      'node-floor.mjs',
+      port,
       `import net from 'node:net';
 const pools = ${JSON.stringify(endpoints)}.map((e) => ({ host: e.split(':')[0], port: Number(e.split(':')[1]), idle: [] }));
 let i = 0;
@@ -335,16 +343,14 @@ net.createServer({ noDelay: true }, (client) => {
 }).listen(${port}, '127.0.0.1');
 `,
     );
-    const child = start(process.execPath, [script]);
-    await waitForPort(port);
-    return { port, pid: child.pid, child };
   },
   async replyFrom(dir, endpoints) {
     const port = await freePort();
-    const script = join(dir, 'reply-from.mjs');
     const req = (m) => JSON.stringify(join(root, 'node_modules', m));
-    writeFileSync(
-      script,
+    return nodeProxy(
+      dir,
+      'reply-from.mjs',
+      port,
       `import { createRequire } from 'node:module';
 const require = createRequire(${JSON.stringify(join(root, 'package.json'))});
 const Fastify = require('fastify');
@@ -360,9 +366,6 @@ app.all('/*', (request, reply) => {
 await app.listen({ port: ${port}, host: '127.0.0.1' });
 `,
     );
-    const child = start(process.execPath, [script]);
-    await waitForPort(port);
-    return { port, pid: child.pid, child };
   },
 };
 
