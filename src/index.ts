@@ -16,17 +16,20 @@
 // ---- Balancing engine and policy registry ----
 export { Balancer, type BalancerOptions } from './balancing/balancer.js';
 export { EndpointLoad, type LoadOptions } from './balancing/endpoint-load.js';
+export { formatLoadReport, LOAD_REPORT_HEADER, type LoadReport, parseLoadReport } from './balancing/load-report.js';
 export type { OutlierDetectionOptions } from './balancing/outlier-detector.js';
 export type { PickContext, Picked, Picker, PickResult, TrackedEndpoint } from './balancing/picker.js';
 export { ensureBuiltinPolicies } from './balancing/policies/index.js';
 export {
   type BalancingPolicy,
   getPolicy,
+  type LoadProber,
   type PickerBuilder,
   type PolicyEnv,
   registeredPolicies,
   registerPolicy,
 } from './balancing/policy.js';
+export type { ReportFieldName } from './balancing/reported-load.js';
 // ---- Balancing clients ----
 export { BalancedAgent, type BalancedAgentOptions, type BalancedAgentStats } from './client/balanced-agent.js';
 export type { RouteOptions, RouteSpec, RoutingOptions, RoutingStats } from './client/client-routes.js';

@@ -26,7 +26,7 @@ import {
   type TrackedEndpoint,
 } from './picker.js';
 import { ensureBuiltinPolicies } from './policies/index.js';
-import { type BalancingPolicy, getPolicy, type PickerBuilder } from './policy.js';
+import { type BalancingPolicy, getPolicy, type LoadProber, type PickerBuilder } from './policy.js';
 import { type HerdingGuardOptions, parseHerdingGuardOptions } from './shaping/herding-guard.js';
 import { parseSlowStartOptions, type SlowStartOptions } from './shaping/slow-start.js';
 import { type ShapedEndpoint, WeightShaper } from './shaping/weight-shaper.js';
@@ -73,6 +73,8 @@ export interface BalancerOptions {
   readonly zoneRouting?: Partial<ZoneRoutingOptions>;
   /** How often moving weights (ramps, guards, zone spill) are re-planned, ms; default 250. */
   readonly weightRefreshMs?: number;
+  /** Out-of-band load probes for policies that use them (`PolicyEnv.prober`); none by default. */
+  readonly prober?: LoadProber;
 }
 
 /**
@@ -178,7 +180,11 @@ export class Balancer {
       }
       this.loads = options.loads;
     }
-    this.#builder = this.policy.create(parsed, { clock, random: options.random ?? createRandom() });
+    const random = options.random ?? createRandom();
+    this.#builder = this.policy.create(
+      parsed,
+      options.prober === undefined ? { clock, random } : { clock, random, prober: options.prober },
+    );
     this.#clock = clock;
     const refresh = options.weightRefreshMs ?? DEFAULT_WEIGHT_REFRESH_MS;
     if (typeof refresh !== 'number' || !Number.isFinite(refresh) || refresh < 1) {

@@ -15,9 +15,14 @@
  * one below it is blended with weight `exp(-elapsed / decayMs)` on the old value. Reading the
  * estimate decays it toward zero by the time since the last observation, so an endpoint that
  * has been quiet is tried again. A new endpoint starts at `defaultRttMs`, not 0.
+ *
+ * What the endpoint says of itself — load reports, probe answers, pushback — sits beside these
+ * figures in the tracker's `ReportedLoad` (see `reported-load.ts`), made on first use.
  */
 import type { Clock } from '../core/clock.js';
 import { opt, parseOptions } from '../core/options.js';
+import type { LoadReport } from './load-report.js';
+import { ReportedLoad, ReportField, type ReportFieldName, unreportedField } from './reported-load.js';
 
 export interface LoadOptions {
   /** Latency assumed for an endpoint with no observation yet, in ms. */
@@ -214,6 +219,36 @@ export class EndpointLoad {
     return this.#tracker.latencyAt(this.#index, now);
   }
 
+  /**
+   * Records a load report the endpoint sent (`endpoint-load-metrics`): its utilization
+   * (`application_utilization` when positive, else `cpu_utilization`), rates and
+   * `named_metrics.inflight`. Read back with `reported(...)`.
+   */
+  report(report: LoadReport, now = this.#tracker.clock.now()): void {
+    this.#tracker.reported.report(this.#index, report, now);
+  }
+
+  /** Records a probe answer: the server's requests in flight and its latency estimate (ms). */
+  probed(inFlight: number, latencyMs: number, now = this.#tracker.clock.now()): void {
+    this.#tracker.reported.probed(this.#index, inFlight, latencyMs, now);
+  }
+
+  /** Records pushback from the endpoint (it answered 429, 503 or RESOURCE_EXHAUSTED). */
+  pushback(now = this.#tracker.clock.now()): void {
+    this.#tracker.reported.pushback(this.#index, now);
+  }
+
+  /**
+   * What the endpoint last said of itself (`report`, `probed`, `pushback`): NaN for a figure
+   * never reported, 0 for a count never bumped.
+   *
+   * @example
+   * load.report({ cpuUtilization: 0.4 }); load.reported('utilization') // → 0.4
+   */
+  reported(field: ReportFieldName): number {
+    return this.#tracker.reportedField(this.#index, ReportField[field]);
+  }
+
   /** Peak-EWMA cost: latency estimate × (in-flight + 1). */
   cost(now = this.#tracker.clock.now()): number {
     return this.latencyMs(now) * (this.inFlight + 1);
@@ -239,6 +274,7 @@ export class LoadTracker {
    */
   inFlightCounts = new Int32Array(INITIAL_CAPACITY);
   #stats = new Float64Array(INITIAL_CAPACITY * STRIDE);
+  #reported: ReportedLoad | undefined;
   /** Indices handed out so far (free or in use). */
   #used = 0;
   /** Indices freed by `prune()`, reused first. */
@@ -350,6 +386,18 @@ export class LoadTracker {
     return this.#stats[index * STRIDE + STAMP_MS] as number;
   }
 
+  /** Reported load, probe answers and pushback of every record, by index (made on first use). */
+  get reported(): ReportedLoad {
+    this.#reported ??= new ReportedLoad(this.inFlightCounts.length);
+    return this.#reported;
+  }
+
+  /** A `ReportField` of record `index`, without making the `ReportedLoad` (NaN / 0 before it exists). */
+  reportedField(index: number, field: number): number {
+    const r = this.#reported;
+    return r === undefined ? unreportedField(field) : r.field(index, field);
+  }
+
   /** @internal A float field of record `index` (`EndpointLoad`'s getters). */
   field(index: number, field: number): number {
     return this.#stats[index * STRIDE + field] as number;
@@ -372,6 +420,7 @@ export class LoadTracker {
     this.#stats.fill(0, row, row + STRIDE);
     this.#stats[row + RTT_MS] = this.#defaultRttMs;
     this.#stats[row + STAMP_MS] = this.clock.now();
+    this.#reported?.clear(index);
     this.#loads.set(load.key, load);
     return index;
   }
@@ -383,6 +432,7 @@ export class LoadTracker {
     const row = index * STRIDE;
     own.inFlightCounts[0] = this.inFlightCounts[index] as number;
     own.#stats.set(this.#stats.subarray(row, row + STRIDE), 0);
+    if (this.#reported !== undefined) own.reported.copyRow(this.#reported, index, 0);
     own.#used = 1;
     own.#loads.set(load.key, load);
     rebindRecord(load, own, 0);
@@ -396,6 +446,7 @@ export class LoadTracker {
     const stats = new Float64Array(this.#stats.length * 2);
     stats.set(this.#stats);
     this.#stats = stats;
+    this.#reported?.grow(inFlight.length);
   }
 }
 

@@ -13,9 +13,22 @@ import type { Random } from '../core/random.js';
 import type { LoadOptions } from './endpoint-load.js';
 import type { PickFn, TrackedEndpoint } from './picker.js';
 
+/**
+ * Asks endpoints for their load out of band (Prequal-style probes). `probe()` only queues the
+ * question and returns at once — a picker may call it, since it does no I/O itself; the answer
+ * arrives later through `target.load.probed(inFlight, latencyMs)`. A probe that fails or times
+ * out leaves the record as it was. Each transport supplies its own (an HTTP request to the
+ * endpoint's load port, a simulated pod's answer on virtual time).
+ */
+export interface LoadProber {
+  probe(target: TrackedEndpoint): void;
+}
+
 export interface PolicyEnv {
   readonly random: Random;
   readonly clock: Clock;
+  /** How the policy may probe endpoints; absent when the transport cannot (policies fall back). */
+  readonly prober?: LoadProber;
 }
 
 export interface PickerBuilder {
