@@ -3,8 +3,10 @@
  * pick per request) → load accounting → passive outlier detection, one `RetryPolicy`, stats,
  * and endpoint-eligibility events. Transports only move bytes: its own undici pools
  * (`ClusterTransport`, one pool per endpoint and scheme under the `LifetimePolicy`) through
- * `dispatch()`, and any other transport through `acquire()`, which hands out an `Attempt`.
- * The `BalancedAgent` holds one cluster per route; the proxy one per upstream.
+ * `dispatch()`, and evenlb's other transports (the node:http agent, the proxy, the gRPC policy)
+ * through the hooks `clusterInternals(cluster)` hands out (`acquire()` gives an `Attempt`),
+ * which are not part of its public surface. The `BalancedAgent` holds one cluster per route;
+ * the proxy one per upstream; the gRPC policy one per channel.
  *
  * In round-trip mode (the `RoundTripLoadBalancing` gate, on by default) a request picks an
  * endpoint, goes to `scheme://ip:port` with `Host` (and so TLS SNI and certificate checks)
@@ -38,10 +40,10 @@ import { createEndpointSource } from '../discovery/create-endpoint-source.js';
 import type { DiscoverySnapshot, EndpointSource } from '../discovery/endpoint-source.js';
 import { departedEndpoints, eligibleKeys } from '../pool/departed-endpoints.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
-import type { Attempt } from './attempt.js';
 import { type AttemptHost, attemptOn, firstAttempt } from './attempt-chain.js';
 import { ClusterDispatcher } from './cluster-dispatcher.js';
 import { closedError, noEndpointError, pendingError } from './cluster-errors.js';
+import { type ClusterInternals, exposeClusterInternals } from './cluster-internals.js';
 import {
   balancerOptions,
   type ClusterObserver,
@@ -52,26 +54,26 @@ import {
 } from './cluster-options.js';
 import { type ClusterStats, collectClusterStats } from './cluster-stats.js';
 import { ClusterTransport } from './cluster-transport.js';
+import { controllerHandler } from './controller-handler.js';
 import { EndpointEntry, WINDOW_BUCKETS } from './endpoint-entry.js';
-import { toLegacyHandler } from './handler-adapters.js';
 import { forEndpoint } from './request-headers.js';
 import { RetryPolicy, type RetryReason } from './retry-policy.js';
 import { RoutedRequest, type RoutedRequestHost } from './routed-request.js';
-
-/** One request sent by a transport the cluster does not own; see `Cluster.acquire()` and `Attempt`. */
-export type RequestTicket = Attempt;
-
-export { failHandler, toLegacyHandler } from './handler-adapters.js';
+import { pickUsable } from './usable-pick.js';
 
 export class Cluster {
   readonly name: string;
+  /** The options as parsed (frozen, defaults filled in). */
   readonly options: ParsedClusterOptions;
-  readonly balancer: Balancer;
+  /** Where the endpoints come from. */
   readonly source: EndpointSource;
   /** `round-trip` (pick per request) or `legacy` (pick per dialled connection). */
   readonly mode: 'round-trip' | 'legacy';
+  readonly #balancer: Balancer;
   /** What is retried, where and how often — for every transport of this cluster. */
-  readonly retryPolicy: RetryPolicy;
+  readonly #retryPolicy: RetryPolicy;
+  /** The hooks evenlb's own transports reach through `clusterInternals(cluster)`. */
+  readonly #internals: ClusterInternals;
   readonly #clock: Clock;
   readonly #ownsSource: boolean;
   readonly #outlier: OutlierDetector | undefined;
@@ -94,19 +96,25 @@ export class Cluster {
   #legacyExclude: string | undefined;
   #lastOrigin: unknown;
   #lastAuthority = '';
+  /** Where the next search for a usable endpoint starts in the picker's list (`acquireUsable`). */
+  readonly #usableFrom = { next: 0 };
   #requests = 0;
   #retries = 0;
   #closed = false;
   readonly #shutdown = new Shutdown();
+
+  static {
+    exposeClusterInternals((cluster) => (#internals in cluster ? cluster.#internals : undefined));
+  }
 
   constructor(input: ClusterOptions) {
     const o = parseClusterOptions(input);
     this.options = o;
     this.name = o.name;
     const { retryConnectFailures: connectRetries, retryIdempotent, retryOn } = o;
-    this.retryPolicy = new RetryPolicy({ connectRetries, retryIdempotent, retryOn });
+    this.#retryPolicy = new RetryPolicy({ connectRetries, retryIdempotent, retryOn });
     this.#routed = {
-      retryPolicy: this.retryPolicy,
+      retryPolicy: this.#retryPolicy,
       route: (r) => this.#route(r),
       bind: (r) => this.#bind(r),
       unbind: (r) => this.#unbind(r),
@@ -114,11 +122,12 @@ export class Cluster {
       retry: (r, reason) => this.#retry(r, reason),
     };
     this.#attempts = {
-      retryPolicy: this.retryPolicy,
+      retryPolicy: this.#retryPolicy,
       closed: () => this.#closed,
-      pick: (exclude, hash) => this.pickForConnection(exclude, hash),
+      pick: (exclude, hash) => this.#pickForConnection(exclude, hash),
       open: (endpoint) => this.#open(endpoint),
       settle: (key, startMs, outcome) => this.#settle(key, startMs, outcome),
+      withdraw: (key, startMs, request) => this.#withdraw(key, startMs, request),
       retried: (reason) => this.#countRetry(reason),
       elsewhere: (key) => this.#elsewhere(key),
     };
@@ -128,9 +137,10 @@ export class Cluster {
     this.#bucketMs = o.statsWindowMs / WINDOW_BUCKETS;
     const gates = FeatureGates.parse(o.featureGates);
     this.mode = gates.enabled('RoundTripLoadBalancing') ? 'round-trip' : 'legacy';
-    this.balancer = new Balancer(balancerOptions(o, this.#clock, random));
+    this.#balancer = new Balancer(balancerOptions(o, this.#clock, random));
+    this.#internals = this.#makeInternals();
     if (o.outlierDetection !== false) {
-      const balancer = this.balancer;
+      const balancer = this.#balancer;
       this.#outlier = new OutlierDetector(o.outlierDetection, {
         clock: this.#clock,
         onChange: (ejected) => balancer.setEjected(ejected),
@@ -162,11 +172,15 @@ export class Cluster {
 
   /**
    * Sends one request. `opts` are undici dispatch options (`origin` names the Service as the
-   * caller addressed it); `handler` may use either undici handler style. Always returns true:
-   * the cluster queues rather than pushing back.
+   * caller addressed it); `handler` may use either undici handler style (the cluster runs the
+   * controller style; a callback-style handler is adapted by undici's own wrapper). Always
+   * returns true: the cluster queues rather than pushing back.
+   *
+   * @example
+   * cluster.dispatch({ origin: 'http://web.prod.svc', path: '/', method: 'GET' }, handler);
    */
   dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    const legacy = toLegacyHandler(handler);
+    const caller = controllerHandler(handler);
     const origin = opts.origin;
     const https =
       typeof origin === 'string'
@@ -180,7 +194,7 @@ export class Cluster {
       }
       sent = forEndpoint(opts, this.#lastAuthority, https ? this.options.tls?.servername : undefined);
     }
-    const request = new RoutedRequest(this.#routed, sent, legacy, https);
+    const request = new RoutedRequest(this.#routed, sent, caller, https);
     if (this.#closed) {
       request.fail(closedError(this.name));
       return true;
@@ -201,36 +215,56 @@ export class Cluster {
   }
   #dispatcher: Dispatcher | undefined;
 
-  // ---- For transports that manage their own connections (node:http agents, proxies) ----
+  // ---- For evenlb's transports that manage their own connections (see `cluster-internals.ts`) ----
 
-  /**
-   * Picks an endpoint for one request sent by another transport and starts its accounting:
-   * the transport sends to `attempt.endpoint`, then calls `attempt.end(outcome)` once, or
-   * `attempt.retry(failure, request)` for the next attempt under the cluster's retry policy.
-   * `exclude` avoids one endpoint; `hash` is the affinity key for hash policies (`hashKey()`, a
-   * TCP client's address), kept by the retries. Returns an `EvenlbError` (`EVENLB_NO_ENDPOINTS`,
-   * `EVENLB_SERVICE_NOT_FOUND`, `EVENLB_DISCOVERY_PENDING`, `EVENLB_CLOSED`) when nothing can be picked.
-   */
-  acquire(exclude?: string, hash?: number): Attempt | EvenlbError {
-    this.#requests++;
-    return firstAttempt(this.#attempts, exclude, undefined, hash);
-  }
-
-  /** Starts accounting for a request already bound to `endpoint` (legacy mode: the socket's). */
-  track(endpoint: Endpoint): Attempt {
-    this.#requests++;
-    return attemptOn(this.#attempts, endpoint);
+  #makeInternals(): ClusterInternals {
+    return {
+      balancer: this.#balancer,
+      acquire: (exclude, hash) => {
+        this.#requests++;
+        return firstAttempt(this.#attempts, exclude, undefined, hash);
+      },
+      acquireUsable: (usable, hash) => {
+        if (this.#closed) return closedError(this.name);
+        if (this.#pending) return this.#pendingError();
+        const ctx = hash === undefined ? this.#pick : { hash };
+        const picked = pickUsable(this.#balancer.picker, ctx, usable, this.#usableFrom);
+        if (picked === undefined) return undefined;
+        if ('type' in picked) return noEndpointError(this.name, this.source, picked.reason);
+        this.#requests++;
+        return attemptOn(this.#attempts, picked, undefined, hash);
+      },
+      track: (endpoint) => {
+        this.#requests++;
+        return attemptOn(this.#attempts, endpoint);
+      },
+      pickForConnection: (exclude, hash) => this.#pickForConnection(exclude, hash),
+      noteConnection: (key, change, reason) => this.#noteConnection(key, change, reason ?? 'peer', true),
+      adoptConnection: (key) => this.#noteConnection(key, 'opened', 'peer', false),
+      onEligibleChange: (listener) => this.#onEligibleChange(listener),
+    };
   }
 
   #elsewhere(key: string | undefined): boolean {
-    return this.balancer.picker.endpoints.some((t) => t.endpoint.key !== key);
+    return this.#balancer.picker.endpoints.some((t) => t.endpoint.key !== key);
   }
 
   /** Starts an attempt's load record and window count on `endpoint`; returns its start time. */
   #open(endpoint: Endpoint): number {
-    const startMs = this.balancer.loads.get(endpoint.key).start();
+    const startMs = this.#balancer.loads.get(endpoint.key).start();
     this.#entry(endpoint).window.add(Math.floor(startMs / this.#bucketMs));
     return startMs;
+  }
+
+  /**
+   * Takes back the load record and window count an attempt started at `startMs` (it never
+   * reached the endpoint); `request`: the request is not counted either.
+   */
+  #withdraw(key: string, startMs: number, request: boolean): void {
+    this.#balancer.loads.peek(key)?.withdraw();
+    this.#entries.get(key)?.window.add(Math.floor(startMs / this.#bucketMs), -1);
+    if (request) this.#requests--;
+    this.#forgetIfGone(key);
   }
 
   #entry(endpoint: Endpoint): EndpointEntry {
@@ -248,7 +282,7 @@ export class Cluster {
   }
 
   /** Picks an endpoint without accounting a request (also the legacy, dial-time decision). */
-  pickForConnection(exclude?: string, hash?: number): Endpoint | EvenlbError {
+  #pickForConnection(exclude?: string, hash?: number): Endpoint | EvenlbError {
     if (this.#closed) return closedError(this.name);
     return this.#pending ? this.#pendingError() : this.#pickEndpoint(exclude, hash);
   }
@@ -257,11 +291,16 @@ export class Cluster {
     // A hashed pick gets its own context: the shared one never carries a hash.
     const ctx: PickContext = hash === undefined ? this.#pick : { hash };
     ctx.exclude = exclude;
-    const picked = this.balancer.picker.pick(ctx);
+    const picked = this.#balancer.picker.pick(ctx);
     return picked.type === 'none' ? noEndpointError(this.name, this.source, picked.reason) : picked.endpoint;
   }
 
-  /** Resolves once discovery has answered (at once if it has); rejects after `discoveryTimeoutMs`. */
+  /**
+   * Resolves once discovery has answered (at once if it has); rejects after `discoveryTimeoutMs`.
+   *
+   * @example
+   * await cluster.whenDiscovered(); // then cluster.stats().endpoints lists what discovery found
+   */
   whenDiscovered(): Promise<void> {
     if (!this.#pending) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
@@ -269,7 +308,7 @@ export class Cluster {
         off();
         reject(this.#pendingError());
       }, this.options.discoveryTimeoutMs);
-      const off = this.onEligibleChange(() => {
+      const off = this.#onEligibleChange(() => {
         if (this.#pending) return;
         timer.cancel();
         off();
@@ -278,43 +317,46 @@ export class Cluster {
     });
   }
 
-  /**
-   * Calls `listener` with the eligible endpoint keys after every discovery update; a transport
-   * drains its connections to endpoints that are not in the set. Returns an unsubscribe function.
-   */
-  onEligibleChange(listener: (eligible: ReadonlySet<string>) => void): () => void {
+  #onEligibleChange(listener: (eligible: ReadonlySet<string>) => void): () => void {
     this.#eligibleListeners.add(listener);
     return () => this.#eligibleListeners.delete(listener);
   }
 
-  /** Reports a connection another transport opened or closed to `endpointKey` (stats and metrics). */
-  noteConnection(endpointKey: string, change: 'opened' | 'closed', reason: CloseReason = 'peer'): void {
+  /** A connection another transport opened or closed; `report`: tell the observer (and count it as opened). */
+  #noteConnection(endpointKey: string, change: 'opened' | 'closed', reason: CloseReason, report: boolean): void {
     const n = (this.#externalConnections.get(endpointKey) ?? 0) + (change === 'opened' ? 1 : -1);
     if (n > 0) this.#externalConnections.set(endpointKey, n);
     else this.#externalConnections.delete(endpointKey);
+    if (!report) return;
     if (change === 'opened') {
-      const endpoint = this.#entries.get(endpointKey)?.endpoint ?? this.balancer.endpointSet.get(endpointKey);
+      const endpoint = this.#entries.get(endpointKey)?.endpoint ?? this.#balancer.endpointSet.get(endpointKey);
       if (endpoint !== undefined) this.#entry(endpoint).connectionsOpened++;
       this.#observer?.connectionOpened?.(this.name, endpointKey);
     } else {
       this.#observer?.connectionClosed?.(this.name, endpointKey, reason);
+      this.#forgetIfGone(endpointKey);
     }
   }
 
-  /** Stats per endpoint and for the whole cluster. */
+  /**
+   * Stats per endpoint and for the whole cluster.
+   *
+   * @example
+   * const { endpoints, window } = cluster.stats(); // window.imbalance.maxOverMean: 1 is perfectly even
+   */
   stats(): ClusterStats {
     return collectClusterStats({
       name: this.name,
       target: this.source.target,
       mode: this.mode,
-      policy: this.balancer.policy.name,
+      policy: this.#balancer.policy.name,
       discovery: this.source.snapshot().status.state,
       requests: this.#requests,
       retries: this.#retries,
       windowMs: this.options.statsWindowMs,
       bucketMs: this.#bucketMs,
       nowMs: this.#clock.now(),
-      balancer: this.balancer,
+      balancer: this.#balancer,
       entries: this.#entries,
       poolsOf: (key) => this.#undici?.poolsOf(key) ?? [],
       pools: this.#undici?.legacyPools() ?? [].values(),
@@ -365,7 +407,7 @@ export class Cluster {
     // The hot path: the picker's own load record, no lookups beyond the entry.
     const ctx = this.#pick;
     ctx.exclude = request.exclude;
-    const picked = this.balancer.picker.pick(ctx);
+    const picked = this.#balancer.picker.pick(ctx);
     if (picked.type === 'none') {
       request.fail(noEndpointError(this.name, this.source, picked.reason));
       return;
@@ -388,16 +430,13 @@ export class Cluster {
   }
 
   #unbind(request: RoutedRequest): void {
-    const load = request.endpoint === undefined ? undefined : this.balancer.loads.peek(request.endpoint.key);
-    if (load === undefined) return;
-    if (load.inFlight > 0) load.inFlight--;
-    if (load.requests > 0) load.requests--;
+    if (request.endpoint !== undefined) this.#withdraw(request.endpoint.key, request.startMs, false);
   }
 
   #settle(key: string, startMs: number, outcome: RequestOutcome): void {
     const ok = outcome === 'success' || outcome === 'aborted';
     const now = this.#clock.now();
-    const load = this.balancer.loads.peek(key);
+    const load = this.#balancer.loads.peek(key);
     if (load !== undefined) load.end(startMs, ok, now);
     if (outcome !== 'aborted') this.#outlier?.record(key, ok);
     this.#observer?.requestEnded?.(this.name, key, outcome, now - startMs);
@@ -434,7 +473,7 @@ export class Cluster {
 
   #onSnapshot(snapshot: DiscoverySnapshot): void {
     if (this.#closed) return;
-    this.balancer.update(snapshot.endpoints);
+    this.#balancer.update(snapshot.endpoints);
     this.#outlier?.setEndpoints(snapshot.endpoints);
     const eligible = eligibleKeys(snapshot.endpoints);
     for (const key of departedEndpoints(this.#entries.keys(), eligible)) this.#undici?.drainEndpoint(key);
@@ -457,8 +496,8 @@ export class Cluster {
 
   /** Drops an entry once its endpoint is gone and its pools have nothing left. */
   #forgetIfGone(key: string): void {
-    if (!this.#entries.has(key) || this.balancer.endpointSet.has(key) || this.#undici?.busy(key) === true) return;
-    if ((this.balancer.loads.peek(key)?.inFlight ?? 0) > 0) return;
+    if (!this.#entries.has(key) || this.#balancer.endpointSet.has(key) || this.#undici?.busy(key) === true) return;
+    if ((this.#balancer.loads.peek(key)?.inFlight ?? 0) > 0) return;
     this.#entries.delete(key);
     this.#undici?.forget(key);
   }
@@ -486,6 +525,6 @@ export class Cluster {
     this.#unsubscribe();
     this.#eligibleListeners.clear();
     this.#outlier?.close();
-    this.balancer.close();
+    this.#balancer.close();
   }
 }
