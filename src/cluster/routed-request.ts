@@ -65,8 +65,6 @@ export class RoutedRequest implements PoolRequest {
   startMs = 0;
   /** Endpoint to avoid on the next pick (the one that just failed). */
   exclude: string | undefined = undefined;
-  /** The pending discovery timer, while waiting for a first endpoint snapshot. */
-  waitTimer: { cancel(): void } | undefined = undefined;
   #attemptOpen = false;
   #connected = false;
   #responded = false;

@@ -24,10 +24,7 @@ import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { Shutdown } from '../core/shutdown.js';
 import type { CloseReason, ConnectionLife, LifetimePolicy } from './lifetime-policy.js';
 
-/**
- * A request the pool can run: a controller-style undici handler (`onRequestStart`,
- * `onResponseStart`, ...) that knows its own options.
- */
+/** A request the pool can run: a controller-style undici handler that knows its own options. */
 export interface PoolRequest extends Dispatcher.DispatchHandler {
   readonly opts: Dispatcher.DispatchOptions;
   /** Set by the pool when the request is assigned to a connection. */
