@@ -17,6 +17,7 @@ import net, { type Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { hashKey } from '../balancing/picker.js';
 import type { Attempt, AttemptRequest } from '../cluster/attempt.js';
+import { clusterInternals } from '../cluster/cluster-internals.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { Random } from '../core/random.js';
@@ -88,7 +89,7 @@ export class TcpListener {
       return;
     }
     const hash = this.config.balance === 'maglev' ? hashKey(client.remoteAddress ?? '') : undefined;
-    this.#connect(client, cluster, cluster.cluster.acquire(undefined, hash));
+    this.#connect(client, cluster, clusterInternals(cluster.cluster).acquire(undefined, hash));
   }
 
   #connect(client: Socket, cluster: ProxyCluster, next: Attempt | EvenlbError | undefined): void {
@@ -116,7 +117,7 @@ export class TcpListener {
       timer.cancel();
       connected = true;
       // The cluster's stats count it as the endpoint's open connection until it closes.
-      cluster.cluster.noteConnection(endpoint.key, 'opened');
+      clusterInternals(cluster.cluster).noteConnection(endpoint.key, 'opened');
       upstream.pipe(client);
       client.pipe(upstream);
       client.resume();
@@ -149,7 +150,7 @@ export class TcpListener {
       // After a failed connect the attempt has already ended (retry); this end is then ignored.
       attempt.end(connected ? (failed ? 'transport-error' : 'success') : 'aborted');
       if (connected) {
-        cluster.cluster.noteConnection(endpoint.key, 'closed');
+        clusterInternals(cluster.cluster).noteConnection(endpoint.key, 'closed');
         client.destroy();
       }
     });
