@@ -119,10 +119,10 @@ function certificatesIn(field: string, path: string, what: string): X509Certific
     try {
       certs.push(new X509Certificate(block));
     } catch (err) {
-      throw configError(field, `must hold PEM ${what} (${(err as Error).message})`, path);
+      throw configError(field, `must hold ${what} (${(err as Error).message})`, path);
     }
   }
-  if (certs.length === 0) throw configError(field, `must hold PEM ${what} (no CERTIFICATE block found)`, path);
+  if (certs.length === 0) throw configError(field, `must hold ${what} (no CERTIFICATE block found)`, path);
   return certs;
 }
 
@@ -136,7 +136,7 @@ function privateKeyIn(field: string, path: string): KeyObject {
 
 /** A certificate and key pair as an `https` listener serves it: both parse, they match, OpenSSL takes them. */
 function checkKeyPair(at: string, certPath: string, keyPath: string, ca: Buffer | undefined): void {
-  const [cert] = certificatesIn(`${at}.cert`, certPath, 'a certificate');
+  const [cert] = certificatesIn(`${at}.cert`, certPath, 'a PEM certificate');
   const key = privateKeyIn(`${at}.key`, keyPath);
   if (!(cert as X509Certificate).checkPrivateKey(key))
     throw configError(`${at}.key`, `must be the private key of ${at}.cert (${certPath}); it is another key`, keyPath);
@@ -153,7 +153,7 @@ function checkTlsFiles(config: ProxyConfig): void {
     const at = `listeners[${i}].tls`;
     let ca: Buffer | undefined;
     if (l.tls.clientCa !== undefined) {
-      certificatesIn(`${at}.clientCa`, l.tls.clientCa, 'CA certificates');
+      certificatesIn(`${at}.clientCa`, l.tls.clientCa, 'PEM CA certificates');
       ca = readFileSync(l.tls.clientCa);
     }
     checkKeyPair(at, l.tls.cert, l.tls.key, ca);
@@ -162,7 +162,7 @@ function checkTlsFiles(config: ProxyConfig): void {
     });
   });
   config.clusters.forEach((c, i) => {
-    if (c.tls?.ca !== undefined) certificatesIn(`clusters[${i}].tls.ca`, c.tls.ca, 'CA certificates');
+    if (c.tls?.ca !== undefined) certificatesIn(`clusters[${i}].tls.ca`, c.tls.ca, 'PEM CA certificates');
   });
 }
 
