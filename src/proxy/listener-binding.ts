@@ -10,9 +10,10 @@
  * before its listener takes over (the rest of the reload is still being prepared) wait, at most
  * `WAITING_MAX` of them, and are handed over at `serve()` or closed with the binding.
  *
- * A binding also answers readiness: it is healthy while bound and accepting; an accept error
- * (out of file descriptors: EMFILE, ENFILE) makes it unhealthy for `ACCEPT_ERROR_HOLD_MS` on the
- * injected clock, and is never an uncaught `'error'`. `close()` stops accepting only: the
+ * A binding also answers readiness: it is healthy while bound, served and accepting; an accept
+ * error makes it unhealthy for `ACCEPT_ERROR_HOLD_MS` on the injected clock and is never an
+ * uncaught `'error'`. Out of file descriptors, libuv accepts and closes connections without
+ * reporting an error, so `descriptorProblem()` checks for that directly. `close()` stops accepting only: the
  * connections already handed over belong to their listener. Idempotent; always settles.
  *
  * @example
@@ -21,6 +22,7 @@
  * // later, on reload: binding.serve((socket) => replacement.emit('connection', socket), 0);
  * await binding.close();
  */
+import { closeSync, openSync } from 'node:fs';
 import net, { type Socket } from 'node:net';
 import type { Clock } from '../core/clock.js';
 import { boundPort, listenAt } from './listener-sockets.js';
@@ -34,6 +36,24 @@ export const WAITING_MAX = 512;
 export const ACCEPT_ERROR_HOLD_MS = 5_000;
 
 const ignore = (): void => {};
+
+/**
+ * Why this process cannot accept a connection now, or undefined: every accepted connection
+ * needs a file descriptor, and at the limit libuv accepts and closes connections silently
+ * (no accept error reaches Node), so the check is whether one descriptor can be opened.
+ *
+ * @example
+ * descriptorProblem(); // undefined, or 'out of file descriptors (EMFILE)'
+ */
+export function descriptorProblem(): string | undefined {
+  try {
+    closeSync(openSync('/dev/null', 'r'));
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'EMFILE' || code === 'ENFILE' ? `out of file descriptors (${code})` : undefined;
+  }
+}
 
 export class ListenerBinding {
   /** The address as configured (`host:port`; port 0 = an ephemeral port, see `port`). */

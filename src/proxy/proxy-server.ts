@@ -29,7 +29,7 @@ import { AdminServer } from './admin-server.js';
 import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config-schema.js';
 import { L7Listener, type L7State } from './l7-listener.js';
 import { parseAddress } from './listen-address.js';
-import { ListenerBinding } from './listener-binding.js';
+import { descriptorProblem, ListenerBinding } from './listener-binding.js';
 import { ProxyCluster } from './proxy-cluster.js';
 import { RouteTable } from './route-table.js';
 import { TcpListener } from './tcp-listener.js';
@@ -179,11 +179,14 @@ export class ProxyServer {
   }
 
   /**
-   * Why the proxy should get no traffic, or undefined: shutting down, a configured listener
-   * not bound and accepting, or a cluster's discovery not answered yet.
+   * Why the proxy should get no traffic, or undefined: shutting down, out of file descriptors
+   * (no listener can accept), a configured listener not bound and served, or a cluster's
+   * discovery not answered yet.
    */
   #notReady(): string | undefined {
     if (this.#shutdown.closed) return 'shutting down';
+    const descriptors = descriptorProblem();
+    if (descriptors !== undefined) return `listeners cannot accept: ${descriptors}`;
     for (const l of this.#config.listeners) {
       const binding = this.#bindings.get(l.name);
       const problem = binding === undefined ? 'not bound' : binding.problem();
