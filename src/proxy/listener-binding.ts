@@ -25,6 +25,7 @@
 import { closeSync, openSync } from 'node:fs';
 import net, { type Socket } from 'node:net';
 import type { Clock } from '../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { boundPort, listenAt } from './listener-sockets.js';
 
 /** Receives each connection the binding accepts. */
@@ -36,6 +37,34 @@ export const WAITING_MAX = 512;
 export const ACCEPT_ERROR_HOLD_MS = 5_000;
 
 const ignore = (): void => {};
+
+/**
+ * A bind failure as the operator reads it: the configuration field, the address and the
+ * system's reason (`EVENLB_LISTEN_FAILED`).
+ *
+ * @example
+ * listenError('listeners[1].address', '127.0.0.1:8443', err).message;
+ * // proxy: "listeners[1].address" cannot listen on 127.0.0.1:8443: EADDRINUSE (another socket holds it)
+ */
+export function listenError(field: string, address: string, err: unknown): EvenlbError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why =
+    code === 'EADDRINUSE'
+      ? 'another socket holds it'
+      : code === 'EADDRNOTAVAIL'
+        ? 'not an address of this machine'
+        : code === 'EACCES'
+          ? 'a privileged port'
+          : (err as Error).message;
+  return new EvenlbError(
+    ErrorCodes.LISTEN_FAILED,
+    `proxy: "${field}" cannot listen on ${address}: ${code ?? 'error'} (${why})`,
+    {
+      details: { field },
+      cause: err,
+    },
+  );
+}
 
 /**
  * Why this process cannot accept a connection now, or undefined: every accepted connection

@@ -20,7 +20,6 @@
  */
 import { destination, type Logger, pino } from 'pino';
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { type ClusterView, ProxyMetrics } from '../metrics/proxy-metrics.js';
@@ -29,7 +28,7 @@ import { AdminServer } from './admin-server.js';
 import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config-schema.js';
 import { L7Listener, type L7State } from './l7-listener.js';
 import { parseAddress } from './listen-address.js';
-import { descriptorProblem, ListenerBinding } from './listener-binding.js';
+import { descriptorProblem, ListenerBinding, listenError } from './listener-binding.js';
 import { ProxyCluster } from './proxy-cluster.js';
 import { RouteTable } from './route-table.js';
 import { TcpListener } from './tcp-listener.js';
@@ -49,27 +48,6 @@ const DISCOVERY_WAIT_MS = 5_000;
 
 function same(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
-}
-
-/** A bind failure as the operator reads it: the field, the address and the system's reason. */
-function listenError(field: string, address: string, err: unknown): EvenlbError {
-  const code = (err as NodeJS.ErrnoException).code;
-  const why =
-    code === 'EADDRINUSE'
-      ? 'another socket holds it'
-      : code === 'EADDRNOTAVAIL'
-        ? 'not an address of this machine'
-        : code === 'EACCES'
-          ? 'a privileged port'
-          : (err as Error).message;
-  return new EvenlbError(
-    ErrorCodes.LISTEN_FAILED,
-    `proxy: "${field}" cannot listen on ${address}: ${code ?? 'error'} (${why})`,
-    {
-      details: { field },
-      cause: err,
-    },
-  );
 }
 
 export class ProxyServer {
