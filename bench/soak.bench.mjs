@@ -14,9 +14,10 @@
 // that met a kept-alive connection the server had just closed (no response byte, reused socket)
 // is sent again once, and an h2 stream refused by GOAWAY is sent again once on a new session;
 // both are counted and printed apart from failures. Every other error or non-200 answer fails.
-// Per minute: the proxy's RSS (/proc/PID/status), heap used and event-loop delay p50/p99/max
-// (its own /metrics: prom-client's monitorEventLoopDelay gauges, reset at every scrape, so each
-// row covers its minute), open file descriptors (/proc/PID/fd), requests done and failed.
+// Per minute: the proxy's RSS (/proc/PID/status) and open file descriptors (/proc/PID/fd), each
+// the median of readings every 5 s in that minute (and their max), heap used and event-loop
+// delay p50/p99/max (its own /metrics: prom-client's monitorEventLoopDelay gauges, reset at
+// every scrape, so each row covers its minute), requests done and failed.
 // PASS/FAIL: 0 failed requests; RSS and descriptors of the last minute within 10% of minute 2.
 // Result: bench/results/soak.json.
 import { spawn } from 'node:child_process';
@@ -47,6 +48,14 @@ const CLIENTS = [
 /** A request not answered within this is a failure. */
 const REQUEST_TIMEOUT_MS = 10_000;
 const TOLERANCE = 0.1;
+/** How often RSS and descriptors are read. */
+const SAMPLE_MS = 5_000;
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -301,16 +310,27 @@ async function main() {
   };
   scheduleReload(0);
 
+  // RSS and descriptors are sampled every SAMPLE_MS; a minute's figure is the median of its
+  // samples (one reading can land on a garbage collection or an allocator trim), its max beside.
+  let samples = { rss: [], fds: [] };
+  const sampler = setInterval(() => {
+    samples.rss.push(rssBytes(child.pid) / 2 ** 20);
+    samples.fds.push(readdirSync(`/proc/${child.pid}/fd`).length);
+  }, SAMPLE_MS);
   const rows = [];
   let last = { done: 0, failed: 0 };
   for (let minute = 1; minute <= MINUTES; minute++) {
     await sleep(Math.max(0, minute * MINUTE_MS - (performance.now() - t0)));
     const m = await scrape(ports.admin);
+    const minuteSamples = samples;
+    samples = { rss: [], fds: [] };
     const row = {
       minute,
-      rssMiB: rssBytes(child.pid) / 2 ** 20,
+      rssMiB: median(minuteSamples.rss),
+      rssMaxMiB: Math.max(...minuteSamples.rss),
       heapMiB: m.heapUsedBytes / 2 ** 20,
-      fds: readdirSync(`/proc/${child.pid}/fd`).length,
+      fds: median(minuteSamples.fds),
+      fdsMax: Math.max(...minuteSamples.fds),
       loopP50Ms: m.loopP50Ms,
       loopP99Ms: m.loopP99Ms,
       loopMaxMs: m.loopMaxMs,
@@ -324,6 +344,7 @@ async function main() {
     printTable([row]);
   }
   clearInterval(churn);
+  clearInterval(sampler);
   clearTimeout(reloadTimer);
   await Promise.all(loops);
   shared.agent.destroy();

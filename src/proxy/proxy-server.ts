@@ -20,6 +20,7 @@
  */
 import { destination, type Logger, pino } from 'pino';
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { type ClusterView, ProxyMetrics } from '../metrics/proxy-metrics.js';
@@ -85,7 +86,7 @@ export class ProxyServer {
   static async start(config: ProxyConfig, options: ProxyOptions = {}): Promise<ProxyServer> {
     const proxy = new ProxyServer(config, options);
     try {
-      await proxy.#apply(config, true);
+      await proxy.#apply(config);
       if (config.admin !== undefined) {
         proxy.#admin = new AdminServer({
           metrics: proxy.metrics,
@@ -185,7 +186,7 @@ export class ProxyServer {
    * retires (replaced listeners drain, unused addresses stop accepting). What is compared is
    * what runs: each running listener's and cluster's own configuration and binding health.
    */
-  async #apply(config: ProxyConfig, initial: boolean): Promise<void> {
+  async #apply(config: ProxyConfig): Promise<void> {
     const started: ProxyCluster[] = [];
     const built: Listener[] = [];
     const bound: ListenerBinding[] = [];
@@ -193,7 +194,7 @@ export class ProxyServer {
       const clusters = new Map<string, ProxyCluster>();
       for (const c of config.clusters) {
         const running = this.#clusters.get(c.name);
-        if (!initial && running !== undefined && same(running.config, c)) clusters.set(c.name, running);
+        if (running !== undefined && same(running.config, c)) clusters.set(c.name, running);
         else {
           const cluster = this.#newCluster(c);
           started.push(cluster);
@@ -205,7 +206,7 @@ export class ProxyServer {
         routes: new RouteTable(config.routes, (name) => clusters.get(name) as ProxyCluster),
         accessLog: config.accessLog,
       };
-      // Addresses: the running binding where there is one and it is healthy, else a new bind.
+      // Addresses: the running binding where there is one (still bound), else a new bind.
       const bindings = new Map<string, ListenerBinding>();
       for (const [i, l] of config.listeners.entries()) {
         const running = this.#bindingFor(l);
@@ -241,6 +242,8 @@ export class ProxyServer {
         built.push(listener);
         listeners.set(l.name, listener);
       }
+      // A close() that began while this was prepared wins: nothing new may start after it.
+      if (this.#shutdown.closed) throw new EvenlbError(ErrorCodes.CLOSED, 'proxy: closed during the reload');
       // Commit: nothing below awaits or throws.
       for (const listener of built) {
         listener.listen(bindings.get(listener.config.name) as ListenerBinding);
@@ -330,7 +333,7 @@ export class ProxyServer {
     const run = this.#reloading.then(async () => {
       if (this.#shutdown.closed) return;
       try {
-        await this.#apply(config, false);
+        await this.#apply(config);
         this.metrics.reloads.inc({ result: 'ok' });
         this.logger.info('configuration reloaded');
       } catch (err) {
