@@ -138,7 +138,6 @@ export class L7Listener {
     } else {
       this.#front = net.createServer({ noDelay: true }, (socket) => this.#sniff(socket));
     }
-    if (limits.maxConnections > 0) this.#front.maxConnections = limits.maxConnections;
     // Downstream recycling: age and request limits, fair-share shedding (listener-recycling.ts).
     this.#recycling = new ListenerRecycling(config, {
       h1: this.#h1,
@@ -212,10 +211,7 @@ export class L7Listener {
     socket.resume();
   }
 
-  /**
-   * Starts serving the connections `binding` accepts (the proxy owns the bound socket and
-   * hands it from a listener to its replacement on reload); returns the bound port.
-   */
+  /** Serves what `binding` accepts (the proxy's socket, handed over on reload); returns its port. */
   listen(binding: ListenerBinding): number {
     this.#binding = binding;
     binding.serve((socket) => this.#front.emit('connection', socket), this.config.limits.maxConnections);

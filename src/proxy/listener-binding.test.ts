@@ -80,6 +80,26 @@ describe('ListenerBinding', () => {
     expect(await exchange(port)).toBe('ECONNREFUSED');
   });
 
+  it('bounds the connections it accepted that are still open (limits.maxConnections)', async () => {
+    const b = await bind();
+    const held: Socket[] = [];
+    b.serve((socket) => held.push(socket), 2);
+    const clients = [0, 1].map(() => net.connect(b.port, '127.0.0.1'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(held.length).toBe(2);
+    // A third is dropped at once; once one closes, the next is served.
+    expect(await exchange(b.port)).toMatch(/^(closed|ECONNRESET)$/);
+    held[0]?.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const fourth = exchange(b.port);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(held.length).toBe(3);
+    held[2]?.end('3');
+    expect(await fourth).toBe('3');
+    for (const c of clients) c.destroy();
+    for (const s of held) s.destroy();
+  });
+
   it('closes connections still waiting when it closes unserved', async () => {
     const b = await bind();
     const waiting = exchange(b.port);

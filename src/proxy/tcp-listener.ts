@@ -66,7 +66,6 @@ export class TcpListener {
           );
     this.#sockets = new ListenerSockets(config.name, deps.metrics, deps.clock);
     this.#server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.#onConnection(socket));
-    if (config.limits.maxConnections > 0) this.#server.maxConnections = config.limits.maxConnections;
   }
 
   /** Starts serving the connections `binding` accepts (see `L7Listener.listen`); returns the bound port. */
