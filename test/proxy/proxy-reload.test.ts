@@ -6,7 +6,8 @@
  * reloads; a reload that changes a listener and adds one on a port another process holds
  * fails and leaves every old listener serving; a valid change of a listener on the same
  * address refuses no connection while requests keep arriving. Loads are bounded in count and
- * time; each request opens its own connection, so a listener that stopped accepting shows.
+ * time; each request opens its own connection, so a listener that stopped accepting shows. An
+ * address another process holds at start exits 1, naming the field.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -205,6 +206,26 @@ describe('evenlb proxy: a reload that cannot be applied changes nothing', () => 
     expect(proxy.stderr()).toMatch(/listeners\[2\]\.address.*EADDRINUSE/);
     expect(await readyz(proxy.adminPort)).toEqual({ status: 200, body: 'ready\n' });
   }, 90_000);
+});
+
+describe('evenlb proxy: an address another process holds at start', () => {
+  it('exits 1 naming the field and the address, and leaves nothing listening', async () => {
+    const [freeListener, heldPort] = [await freePort(), await freePort()];
+    const holder = net.createServer((s) => s.destroy());
+    await new Promise<void>((resolve) => holder.listen(heldPort, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+    const file = join(dir, 'held.yaml');
+    writeConfig(file, [
+      { name: 'web', port: freeListener },
+      { name: 'api', port: heldPort },
+    ]);
+    const r = spawnSync(process.execPath, [cli, 'proxy', '--config', file], { encoding: 'utf8', timeout: 15_000 });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(
+      new RegExp(`"listeners\\[1\\]\\.address" cannot listen on 127\\.0\\.0\\.1:${heldPort}: EADDRINUSE`),
+    );
+    expect(await get(freeListener)).toBe('ECONNREFUSED');
+  }, 30_000);
 });
 
 describe('evenlb proxy: a valid change of a listener on the same address', () => {
