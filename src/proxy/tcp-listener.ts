@@ -25,7 +25,8 @@ import { Shutdown } from '../core/shutdown.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ListenerConfig } from './config-schema.js';
-import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
+import type { ListenerBinding } from './listener-binding.js';
+import { ListenerSockets } from './listener-sockets.js';
 import { statusForError } from './local-reply.js';
 import type { ProxyCluster } from './proxy-cluster.js';
 
@@ -51,6 +52,7 @@ export class TcpListener {
   readonly #shutdown = new Shutdown();
   /** The connection age rule (`maxConnectionAgeMs`, jittered); undefined when no age is set. */
   readonly #lifetime: LifetimePolicy | undefined;
+  #binding: ListenerBinding | undefined;
 
   constructor(config: ListenerConfig, deps: TcpListenerDeps) {
     this.config = config;
@@ -65,15 +67,17 @@ export class TcpListener {
           );
     this.#sockets = new ListenerSockets(config.name, deps.metrics, deps.clock);
     this.#server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.#onConnection(socket));
-    if (config.limits.maxConnections > 0) this.#server.maxConnections = config.limits.maxConnections;
   }
 
-  listen(): Promise<number> {
-    return listenAt(this.#server, this.config.address);
+  /** Starts serving the connections `binding` accepts (see `L7Listener.listen`); returns the bound port. */
+  listen(binding: ListenerBinding): number {
+    this.#binding = binding;
+    binding.serve((socket) => this.#server.emit('connection', socket), this.config.limits.maxConnections);
+    return binding.port;
   }
 
   get port(): number {
-    return boundPort(this.#server);
+    return this.#binding?.port ?? 0;
   }
 
   get connections(): number {
