@@ -16,7 +16,7 @@ import type { EndpointSource } from '../discovery/endpoint-source.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
 import type { RetryReason } from './retry-policy.js';
 
-type PemInput = string | Buffer | readonly (string | Buffer)[];
+export type PemInput = string | Buffer | readonly (string | Buffer)[];
 
 const isPem = (v: unknown): v is PemInput =>
   typeof v === 'string' ||

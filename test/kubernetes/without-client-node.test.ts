@@ -1,0 +1,166 @@
+/**
+ * @kubernetes/client-node is an optional peer: these tests run evenlb where it cannot be
+ * resolved at all. The package root and the CLI are bundled from the sources into a temporary
+ * folder whose node_modules holds only the runtime dependencies (links into the repository's),
+ * so an import of client-node fails there exactly as in an application that did not install it.
+ * In-cluster discovery (service-account token and CA, KUBERNETES_SERVICE_HOST/PORT, a rotated
+ * token) works against the fake API server over TLS; a kubeconfig reports the package to
+ * install, as a degraded source and as exit code 2 from `evenlb doctor` and `evenlb proxy`.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FixtureMessage, FixtureProcess } from '../server/support/fixture-process.js';
+import { selfSignedCert } from '../server/support/servers.js';
+import { endpointSlice, FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
+import { repoRoot, runCli } from '../support/run-cli.js';
+
+const INSTALL = 'npm install @kubernetes/client-node@1';
+const SOURCE_OPTIONS = { backoffBaseMs: 20, backoffMaxMs: 200, requestTimeoutMs: 5000 };
+
+let dir: string;
+let app: string;
+let api: FakeKubeApiServer;
+let ca: string;
+let kubeconfig: string;
+
+/** A child environment without any Kubernetes configuration but `extra`. */
+function env(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const { KUBECONFIG: _k, KUBERNETES_SERVICE_HOST: _h, KUBERNETES_SERVICE_PORT: _p, ...rest } = process.env;
+  return { ...rest, HOME: dir, ...extra };
+}
+
+function webSlice(...addresses: string[]) {
+  return endpointSlice({
+    name: 'web-a',
+    namespace: 'cfg',
+    service: 'web',
+    ports: [{ port: 8080 }],
+    endpoints: addresses.map((address) => ({ address })),
+  });
+}
+
+/** Starts the follow-target fixture on `k8s:///web.cfg:80` with `options` and `childEnv`. */
+function follow(options: Record<string, unknown>, childEnv: NodeJS.ProcessEnv): FixtureProcess {
+  const args = [join(app, 'follow-target.mjs'), 'k8s:///web.cfg:80', JSON.stringify({ ...SOURCE_OPTIONS, ...options })];
+  return new FixtureProcess(spawn(process.execPath, args, { env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] }));
+}
+
+const snapshot =
+  (state: string, ...endpoints: string[]) =>
+  (m: FixtureMessage): boolean =>
+    m.type === 'snapshot' && m.state === state && (endpoints.length === 0 || String(m.endpoints) === String(endpoints));
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'evenlb-no-client-node-'));
+  app = join(dir, 'app');
+  // node_modules with the package's runtime dependencies and nothing else.
+  const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+    dependencies: Record<string, string>;
+  };
+  for (const name of Object.keys(pkg.dependencies)) {
+    const link = join(dir, 'node_modules', name);
+    mkdirSync(dirname(link), { recursive: true });
+    symlinkSync(join(repoRoot, 'node_modules', name), link, 'dir');
+  }
+  await build({
+    entryPoints: {
+      'follow-target': join(repoRoot, 'test', 'kubernetes', 'fixtures', 'follow-target.ts'),
+      cli: join(repoRoot, 'src', 'cli', 'main.ts'),
+    },
+    outdir: app,
+    outExtension: { '.js': '.mjs' },
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    logLevel: 'silent',
+  });
+  const fromApp = createRequire(join(app, 'cli.mjs'));
+  expect(() => fromApp.resolve('@kubernetes/client-node')).toThrow(/Cannot find module/);
+  expect(fromApp.resolve('undici')).toContain('undici');
+
+  const tls = selfSignedCert([], ['127.0.0.1'], 'kube-apiserver');
+  ca = tls.cert;
+  api = await FakeKubeApiServer.start({ tls, token: 'sa-token' });
+  api.applyService(service({ name: 'web', namespace: 'cfg', ports: [{ port: 80, targetPort: 8080 }] }));
+  api.applyEndpointSlice(webSlice('10.0.0.1'));
+  kubeconfig = join(dir, 'kubeconfig');
+  await writeFile(kubeconfig, api.kubeconfigYaml());
+}, 60_000);
+
+afterAll(async () => {
+  await api?.close();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+describe('without @kubernetes/client-node', () => {
+  it('follows a k8s:/// target in-cluster: service-account token and CA, KUBERNETES_SERVICE_HOST/PORT, a rotated token', async () => {
+    const sa = join(dir, 'serviceaccount');
+    mkdirSync(sa, { recursive: true });
+    await writeFile(join(sa, 'token'), 'sa-token');
+    await writeFile(join(sa, 'ca.crt'), ca);
+    const child = follow(
+      { serviceAccountDir: sa },
+      env({ KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(api.port) }),
+    );
+    try {
+      await child.waitForMessage(snapshot('ok', '10.0.0.1:8080'), 20_000, 'the first endpoints');
+      expect(api.requests.at(-1)?.token).toBe('sa-token');
+
+      // Rotated as the kubelet does it: the new file replaces the old in one rename.
+      await writeFile(join(sa, 'token.new'), 'sa-token-2');
+      await rename(join(sa, 'token.new'), join(sa, 'token'));
+      api.setToken('sa-token-2');
+      api.dropWatches();
+      api.applyEndpointSlice(webSlice('10.0.0.1', '10.0.0.2'));
+      await child.waitForMessage(snapshot('ok', '10.0.0.1:8080', '10.0.0.2:8080'), 20_000, 'endpoints after rotation');
+      expect(api.requests.at(-1)?.token).toBe('sa-token-2');
+      expect(child.stderr).toBe('');
+    } finally {
+      await child.stop();
+      api.setToken('sa-token');
+      api.applyEndpointSlice(webSlice('10.0.0.1'));
+    }
+  });
+
+  it('reports a kubeconfig as degraded, naming the package to install, without a request', async () => {
+    const before = api.requests.length;
+    const child = follow({}, env({ KUBECONFIG: kubeconfig }));
+    try {
+      const degraded = await child.waitForMessage(snapshot('degraded'), 20_000, 'a degraded snapshot');
+      expect(degraded.code).toBe('EVENLB_MISSING_PACKAGE');
+      expect(degraded.error).toContain(`kubeconfig ${kubeconfig}`);
+      expect(degraded.error).toContain(INSTALL);
+      expect(api.requests.length).toBe(before);
+    } finally {
+      await child.stop();
+    }
+  });
+
+  it('evenlb doctor with a kubeconfig exits 2 naming the package to install', async () => {
+    const r = await runCli(join(app, 'cli.mjs'), ['doctor', '--service', 'cfg/web', '--kubeconfig', kubeconfig], {
+      timeoutMs: 30_000,
+      env: env({}),
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('@kubernetes/client-node');
+    expect(r.stderr).toContain(INSTALL);
+  });
+
+  it('evenlb proxy with a k8s:/// upstream and KUBECONFIG exits 2 naming the package to install', async () => {
+    const r = await runCli(
+      join(app, 'cli.mjs'),
+      ['proxy', '--listen', '127.0.0.1:0', '--upstream', 'k8s:///web.cfg:80'],
+      { timeoutMs: 30_000, env: env({ KUBECONFIG: kubeconfig }) },
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(INSTALL);
+  });
+});
