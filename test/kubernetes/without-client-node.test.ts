@@ -8,21 +8,22 @@
  * install, as a degraded source and as exit code 2 from `evenlb doctor` and `evenlb proxy`.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
-import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdirSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FixtureMessage, FixtureProcess } from '../server/support/fixture-process.js';
 import { selfSignedCert } from '../server/support/servers.js';
 import { endpointSlice, FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
+import { type IsolatedInstall, isolatedInstall, runtimeDependencies } from '../support/isolated-install.js';
 import { repoRoot, runCli } from '../support/run-cli.js';
 
 const INSTALL = 'npm install @kubernetes/client-node@1';
 const SOURCE_OPTIONS = { backoffBaseMs: 20, backoffMaxMs: 200, requestTimeoutMs: 5000 };
 
+let install: IsolatedInstall;
 let dir: string;
 let app: string;
 let api: FakeKubeApiServer;
@@ -57,17 +58,10 @@ const snapshot =
     m.type === 'snapshot' && m.state === state && (endpoints.length === 0 || String(m.endpoints) === String(endpoints));
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'evenlb-no-client-node-'));
-  app = join(dir, 'app');
   // node_modules with the package's runtime dependencies and nothing else.
-  const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
-    dependencies: Record<string, string>;
-  };
-  for (const name of Object.keys(pkg.dependencies)) {
-    const link = join(dir, 'node_modules', name);
-    mkdirSync(dirname(link), { recursive: true });
-    symlinkSync(join(repoRoot, 'node_modules', name), link, 'dir');
-  }
+  install = await isolatedInstall({ packages: runtimeDependencies() });
+  dir = install.dir;
+  app = join(dir, 'app');
   await build({
     entryPoints: {
       'follow-target': join(repoRoot, 'test', 'kubernetes', 'fixtures', 'follow-target.ts'),
@@ -97,7 +91,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await api?.close();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  await install?.remove();
 });
 
 describe('without @kubernetes/client-node', () => {
