@@ -86,7 +86,7 @@ describe('the simulator scenarios in the docs', () => {
   const names = builtinScenarios.map((s) => s.name).sort();
 
   test("README's Scenarios: list names exactly the built-in scenarios", () => {
-    const m = /Scenarios: ([^]*?)or your own YAML/.exec(README);
+    const m = /Scenarios: ([\s\S]*?)or your own YAML/.exec(README);
     expect(m, 'README.md has a "Scenarios: ... or your own YAML" sentence').not.toBeNull();
     expect([...m![1]!.matchAll(/`([a-z-]+)`/g)].map((x) => x[1]).sort()).toEqual(names);
   });
