@@ -3,8 +3,10 @@
  * build installed as an application sees it (test/support/isolated-install.ts), traced with
  * `strace -f -e trace=openat`. The root must open no file of the packages only the CLI and the
  * proxy need — ajv, yaml, pino, chart.js, commander — nor @kubernetes/client-node (an optional
- * peer, present here so that a load of it would show). The same trace over `evenlb/proxy`
- * checks the method: that entry does load ajv, yaml and pino.
+ * peer, present here so that a load of it would show), nor prom-client before metrics are asked
+ * for. The same trace over `evenlb/proxy`
+ * checks the method: that entry does load ajv, yaml and pino. `evenlb/server` and `evenlb/grpc`
+ * are held to the same rule.
  *
  * strace is a real dependency of this test: where it is missing the test is skipped, and with
  * EVENLB_REQUIRE_STRACE=1 (set by .ci/run, which installs it) that is a failure.
@@ -63,10 +65,15 @@ function packagesOpenedBy(specifier: string): Set<string> {
 }
 
 describe.skipIf(!hasStrace)('files opened by a fresh import', () => {
-  test('import("evenlb") opens undici and evenlb, no file of ajv, yaml, pino, chart.js, commander or @kubernetes/client-node', () => {
+  test('import("evenlb") opens undici and evenlb, no file of ajv, yaml, pino, chart.js, commander or @kubernetes/client-node, nor prom-client', () => {
     const opened = packagesOpenedBy('evenlb');
     expect(opened.has('undici'), 'undici is loaded (the trace works)').toBe(true);
-    expect(FORBIDDEN.filter((p) => opened.has(p))).toEqual([]);
+    expect([...FORBIDDEN, 'prom-client'].filter((p) => opened.has(p))).toEqual([]);
+  });
+
+  test.each(['evenlb/server', 'evenlb/grpc'])('import("%s") opens none of them either', (specifier) => {
+    const opened = packagesOpenedBy(specifier);
+    expect([...FORBIDDEN, 'prom-client'].filter((p) => opened.has(p))).toEqual([]);
   });
 
   test('import("evenlb/proxy") does open the proxy’s ajv, yaml and pino (so their absence above means something)', () => {
