@@ -9,16 +9,16 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { rename, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FixtureMessage, FixtureProcess } from '../server/support/fixture-process.js';
+import { bundleFixture, type FixtureMessage, FixtureProcess } from '../server/support/fixture-process.js';
 import { selfSignedCert } from '../server/support/servers.js';
-import { endpointSlice, FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
+import { FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
 import { type IsolatedInstall, isolatedInstall, runtimeDependencies } from '../support/isolated-install.js';
 import { repoRoot, runCli } from '../support/run-cli.js';
+import { rotateToken, webSlice } from './source-helpers.js';
 
 const INSTALL = 'npm install @kubernetes/client-node@1';
 const SOURCE_OPTIONS = { backoffBaseMs: 20, backoffMaxMs: 200, requestTimeoutMs: 5000 };
@@ -26,6 +26,9 @@ const SOURCE_OPTIONS = { backoffBaseMs: 20, backoffMaxMs: 200, requestTimeoutMs:
 let install: IsolatedInstall;
 let dir: string;
 let app: string;
+/** The bundled follow-target fixture and CLI, in `app`. */
+let follower: string;
+let cli: string;
 let api: FakeKubeApiServer;
 let ca: string;
 let kubeconfig: string;
@@ -36,19 +39,9 @@ function env(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...rest, HOME: dir, ...extra };
 }
 
-function webSlice(...addresses: string[]) {
-  return endpointSlice({
-    name: 'web-a',
-    namespace: 'cfg',
-    service: 'web',
-    ports: [{ port: 8080 }],
-    endpoints: addresses.map((address) => ({ address })),
-  });
-}
-
 /** Starts the follow-target fixture on `k8s:///web.cfg:80` with `options` and `childEnv`. */
 function follow(options: Record<string, unknown>, childEnv: NodeJS.ProcessEnv): FixtureProcess {
-  const args = [join(app, 'follow-target.mjs'), 'k8s:///web.cfg:80', JSON.stringify({ ...SOURCE_OPTIONS, ...options })];
+  const args = [follower, 'k8s:///web.cfg:80', JSON.stringify({ ...SOURCE_OPTIONS, ...options })];
   return new FixtureProcess(spawn(process.execPath, args, { env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] }));
 }
 
@@ -62,21 +55,9 @@ beforeAll(async () => {
   install = await isolatedInstall({ packages: runtimeDependencies() });
   dir = install.dir;
   app = join(dir, 'app');
-  await build({
-    entryPoints: {
-      'follow-target': join(repoRoot, 'test', 'kubernetes', 'fixtures', 'follow-target.ts'),
-      cli: join(repoRoot, 'src', 'cli', 'main.ts'),
-    },
-    outdir: app,
-    outExtension: { '.js': '.mjs' },
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    packages: 'external',
-    logLevel: 'silent',
-  });
-  const fromApp = createRequire(join(app, 'cli.mjs'));
+  follower = await bundleFixture(join(repoRoot, 'test', 'kubernetes', 'fixtures', 'follow-target.ts'), app);
+  cli = await bundleFixture(join(repoRoot, 'src', 'cli', 'main.ts'), app);
+  const fromApp = createRequire(cli);
   expect(() => fromApp.resolve('@kubernetes/client-node')).toThrow(/Cannot find module/);
   expect(fromApp.resolve('undici')).toContain('undici');
 
@@ -108,10 +89,7 @@ describe('without @kubernetes/client-node', () => {
       await child.waitForMessage(snapshot('ok', '10.0.0.1:8080'), 20_000, 'the first endpoints');
       expect(api.requests.at(-1)?.token).toBe('sa-token');
 
-      // Rotated as the kubelet does it: the new file replaces the old in one rename.
-      await writeFile(join(sa, 'token.new'), 'sa-token-2');
-      await rename(join(sa, 'token.new'), join(sa, 'token'));
-      api.setToken('sa-token-2');
+      await rotateToken(sa, api, 'sa-token-2');
       api.dropWatches();
       api.applyEndpointSlice(webSlice('10.0.0.1', '10.0.0.2'));
       await child.waitForMessage(snapshot('ok', '10.0.0.1:8080', '10.0.0.2:8080'), 20_000, 'endpoints after rotation');
@@ -139,7 +117,7 @@ describe('without @kubernetes/client-node', () => {
   });
 
   it('evenlb doctor with a kubeconfig exits 2 naming the package to install', async () => {
-    const r = await runCli(join(app, 'cli.mjs'), ['doctor', '--service', 'cfg/web', '--kubeconfig', kubeconfig], {
+    const r = await runCli(cli, ['doctor', '--service', 'cfg/web', '--kubeconfig', kubeconfig], {
       timeoutMs: 30_000,
       env: env({}),
     });
@@ -149,11 +127,10 @@ describe('without @kubernetes/client-node', () => {
   });
 
   it('evenlb proxy with a k8s:/// upstream and KUBECONFIG exits 2 naming the package to install', async () => {
-    const r = await runCli(
-      join(app, 'cli.mjs'),
-      ['proxy', '--listen', '127.0.0.1:0', '--upstream', 'k8s:///web.cfg:80'],
-      { timeoutMs: 30_000, env: env({ KUBECONFIG: kubeconfig }) },
-    );
+    const r = await runCli(cli, ['proxy', '--listen', '127.0.0.1:0', '--upstream', 'k8s:///web.cfg:80'], {
+      timeoutMs: 30_000,
+      env: env({ KUBECONFIG: kubeconfig }),
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(INSTALL);
   });
