@@ -11,8 +11,9 @@ import { ErrorCodes, EvenlbError } from '../../core/errors.js';
 
 type ClientNode = typeof import('@kubernetes/client-node');
 
-/** The package and the command that installs the version evenlb supports. */
+/** The optional peer's package name. */
 export const CLIENT_NODE_PACKAGE = '@kubernetes/client-node';
+/** The command that installs the version evenlb supports (1.x; 2.x needs undici 8 and Node 22). */
 export const CLIENT_NODE_INSTALL = 'npm install @kubernetes/client-node@1';
 
 /**
