@@ -17,5 +17,5 @@ export { DEFAULT_LOAD_PATH, type FairShareLogger, type FairShareOptions } from '
 export type { FairShareStats } from './fair-share/fair-share-shedder.js';
 export { LOAD_PROTOCOL, type LoadReport } from './fair-share/load-exchange.js';
 export { type ConnectionRecycler, recycleConnections } from './recycle-connections.js';
-export { type RecyclerOptions, recyclerOptionsSpec } from './recycler-options.js';
+export type { RecyclerOptions } from './recycler-options.js';
 export type { RecyclableServer } from './server-kind.js';
