@@ -15,7 +15,7 @@ export type { ConnectionStats, DrainResult } from './connection-registry.js';
 export { type DrainOnSignalOptions, type DrainOptions, drain, drainOnSignal, type SignalDrain } from './drain.js';
 export { DEFAULT_LOAD_PATH, type FairShareLogger, type FairShareOptions } from './fair-share/fair-share-options.js';
 export type { FairShareStats } from './fair-share/fair-share-shedder.js';
-export { LOAD_PROTOCOL, type LoadReport } from './fair-share/load-exchange.js';
+export { LOAD_PROTOCOL, type PeerLoadReport } from './fair-share/load-exchange.js';
 export { type ConnectionRecycler, recycleConnections } from './recycle-connections.js';
 export type { RecyclerOptions } from './recycler-options.js';
 export type { RecyclableServer } from './server-kind.js';

@@ -31,7 +31,7 @@ import {
   isLoadRequest,
   LOAD_PROTOCOL,
   LoadExchangeClient,
-  type LoadReport,
+  type PeerLoadReport,
 } from './load-exchange.js';
 import { isSelf, selfAddresses } from './self-address.js';
 
@@ -180,7 +180,7 @@ export class FairShareShedder {
   }
 
   /** The load document this pod serves now. */
-  report(): LoadReport {
+  report(): PeerLoadReport {
     return {
       protocol: LOAD_PROTOCOL,
       metric: this.#settings.decision.loadMetric,
