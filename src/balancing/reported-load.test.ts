@@ -52,6 +52,19 @@ describe('reported load on EndpointLoad', () => {
     expect([load.reported('pushbackAtMs'), load.reported('pushbacks')]).toEqual([10, 2]);
   });
 
+  it('tells the tracker\'s pushback listeners which record pushed back, until they unsubscribe', () => {
+    const tracker = new LoadTracker(new ManualClock());
+    tracker.get('a');
+    const b = tracker.get('b');
+    const heard: number[] = [];
+    const stop = tracker.onPushback((index) => heard.push(index));
+    b.pushback();
+    stop();
+    b.pushback();
+    expect(heard).toEqual([b.index]);
+    expect(b.reported('pushbacks')).toBe(2);
+  });
+
   it('survives growth, moves with a pruned record, and a reused index starts as "none yet"', () => {
     const clock = new ManualClock();
     const tracker = new LoadTracker(clock);
