@@ -52,7 +52,7 @@ describe('reported load on EndpointLoad', () => {
     expect([load.reported('pushbackAtMs'), load.reported('pushbacks')]).toEqual([10, 2]);
   });
 
-  it('tells the tracker\'s pushback listeners which record pushed back, until they unsubscribe', () => {
+  it("tells the tracker's pushback listeners which record pushed back, until they unsubscribe", () => {
     const tracker = new LoadTracker(new ManualClock());
     tracker.get('a');
     const b = tracker.get('b');

@@ -8,6 +8,7 @@ import { leastRequestPolicy } from './least-request/least-request-policy.js';
 import { maglevPolicy } from './maglev/maglev-policy.js';
 import { peakEwmaPolicy } from './peak-ewma/peak-ewma-policy.js';
 import { randomPolicy } from './random/random-policy.js';
+import { reportWeightedPolicy } from './report-weighted/report-weighted-policy.js';
 import { ringHashPolicy } from './ring-hash/ring-hash-policy.js';
 import { roundRobinPolicy } from './round-robin/round-robin-policy.js';
 import { sourceHashPolicy } from './source-hash/source-hash-policy.js';
@@ -19,6 +20,7 @@ export const builtinPolicies: readonly BalancingPolicy[] = [
   weightedRoundRobinPolicy as BalancingPolicy,
   leastRequestPolicy as BalancingPolicy,
   peakEwmaPolicy as BalancingPolicy,
+  reportWeightedPolicy as BalancingPolicy,
   ringHashPolicy as BalancingPolicy,
   maglevPolicy as BalancingPolicy,
   sourceHashPolicy as BalancingPolicy,

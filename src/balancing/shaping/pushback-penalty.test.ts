@@ -76,7 +76,14 @@ describe('pushback penalty', () => {
     );
   });
 
-  const loadPolicies = ['round-robin', 'random', 'weighted-round-robin', 'least-request', 'peak-ewma'];
+  const loadPolicies = [
+    'round-robin',
+    'random',
+    'weighted-round-robin',
+    'least-request',
+    'peak-ewma',
+    'report-weighted',
+  ];
   it.each(loadPolicies)(
     '%s: an endpoint pushing back on half its requests gets < 1/3 of a fair share, and a fair share (±10%) a window after it stops',
     (policy) => {
