@@ -385,6 +385,11 @@ export class LoadTracker {
     return this.#stats[index * STRIDE + RTT_MS] as number;
   }
 
+  /** `EndpointLoad.averageMs` of record `index`: plain EWMA of observed latency, 0 before any. */
+  averageAt(index: number): number {
+    return this.#stats[index * STRIDE + AVERAGE_MS] as number;
+  }
+
   /** `EndpointLoad.estimatedAtMs` of record `index`. */
   estimatedAtMsAt(index: number): number {
     return this.#stats[index * STRIDE + STAMP_MS] as number;

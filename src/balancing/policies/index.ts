@@ -7,6 +7,7 @@ import { type BalancingPolicy, registeredPolicies, registerPolicy } from '../pol
 import { leastRequestPolicy } from './least-request/least-request-policy.js';
 import { maglevPolicy } from './maglev/maglev-policy.js';
 import { peakEwmaPolicy } from './peak-ewma/peak-ewma-policy.js';
+import { prequalPolicy } from './prequal/prequal-policy.js';
 import { randomPolicy } from './random/random-policy.js';
 import { reportWeightedPolicy } from './report-weighted/report-weighted-policy.js';
 import { ringHashPolicy } from './ring-hash/ring-hash-policy.js';
@@ -21,6 +22,7 @@ export const builtinPolicies: readonly BalancingPolicy[] = [
   leastRequestPolicy as BalancingPolicy,
   peakEwmaPolicy as BalancingPolicy,
   reportWeightedPolicy as BalancingPolicy,
+  prequalPolicy as BalancingPolicy,
   ringHashPolicy as BalancingPolicy,
   maglevPolicy as BalancingPolicy,
   sourceHashPolicy as BalancingPolicy,
