@@ -125,16 +125,21 @@ describe('prequal', () => {
     expect(toZero).toBeLessThanOrEqual(Math.ceil(30 / 3 + 5) * 5);
   });
 
-  it('ignores answers older than maxProbeAgeMs', () => {
-    const s = setup(2, { probesPerRequest: 1, maxProbeAgeMs: 100 });
+  it('ignores answers older than maxProbeAgeMs (counted from the newest answer)', () => {
+    const s = setup(3, { probesPerRequest: 1, maxProbeAgeMs: 100, maxProbeUses: 1000 });
     for (let k = 0; k < 20; k++) s.b.picker.endpoints[1]!.load.start();
-    // Endpoint 1 answered "idle" once; 200 ms later that answer no longer counts.
-    picksWithAnswers(s, 2, (i) => (i === 1 ? [0, 1] : [9, 90]));
+    // Endpoint 1 once answered "idle and fast"; 200 ms later only 0 and 2 answer ("busy").
+    picksWithAnswers(s, 30, (i) => (i === 1 ? [0, 1] : [9, 90]));
     s.clock.advance(200);
-    s.prober.queued.splice(0);
-    const later = pickKeys(s.b, 50);
-    // Endpoint 0's answer was never delivered, endpoint 1's expired: least-request avoids 1.
-    expect(new Set(later)).toEqual(new Set([s.keys[0]]));
+    const later: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const answered = s.prober.queued.splice(0).filter((t) => t.endpoint.key !== s.keys[1]);
+      for (const t of answered) t.load.probed(9, 90);
+      s.clock.advance(1);
+      later.push(...pickKeys(s.b, 1));
+    }
+    // Its old answer would make it the pick (cold, fastest); expired, it is not even the fallback's.
+    expect(later).not.toContain(s.keys[1]);
   });
 
   it('reads in-flight from load reports on responses (piggybacked) as fresh answers', () => {

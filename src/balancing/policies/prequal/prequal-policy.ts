@@ -14,7 +14,8 @@
  * used up) the pick falls back to `least-request` on this balancer's own in-flight counts;
  * without a prober it is exactly `least-request`.
  *
- * The pick reads the clock once (answer age) and allocates nothing; it is O(poolSize).
+ * The pick reads no clock (answer ages count from the newest answer seen) and allocates
+ * nothing; it is O(poolSize).
  *
  * Simplified from the paper: the pool is filled by probes only (no probes on idle), one
  * answer per endpoint; the pick compares the whole pool (d = pool size); removal happens when a
@@ -85,7 +86,7 @@ class PrequalBuilder implements PickerBuilder {
   }
 
   build(endpoints: readonly TrackedEndpoint[]): PickFn {
-    const { random, clock, prober } = this.#env;
+    const { random, prober } = this.#env;
     const fallback = leastRequestPick(endpoints, random, this.#options.choiceCount);
     const n = endpoints.length;
     const perWeight = penalties(endpoints);
@@ -97,7 +98,6 @@ class PrequalBuilder implements PickerBuilder {
     const spread = n > this.#options.poolSize;
     const credit = this.#credit;
     return (context) => {
-      const now = clock.now();
       credit[0]! += rate;
       if (credit[0]! >= 1) {
         credit[0]! -= 1;
@@ -105,10 +105,10 @@ class PrequalBuilder implements PickerBuilder {
         let p = random.int(n);
         if (spread && pool.has(p)) p = random.int(n);
         const target = endpoints[p]!;
-        pool.admit(p, keys[p]!, target.load.index, now);
+        pool.admit(p, keys[p]!, target.load.index);
         prober.probe(target);
       }
-      const p = pool.select(now);
+      const p = pool.select();
       return p < 0 ? fallback(context) : results[p]!;
     };
   }

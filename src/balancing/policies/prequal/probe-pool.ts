@@ -17,6 +17,10 @@
  * multiplied by highest weight / its weight, so even an idle endpoint that pushed back looks
  * busy; endpoints of full weight are compared on their answers as they are.
  *
+ * Age is measured against the newest answer the pool has seen, not a clock read (see
+ * `#latestMs`): after a long pause, the first picks may use answers from before it, at most
+ * `maxProbeUses` times each, until fresh answers arrive and expire them.
+ *
  * A probed endpoint not in the pool takes an empty or spent slot (answer expired and not
  * refreshed, or used up), else — alternately — the oldest or the worst slot (the hottest, or
  * when none is hot the slowest), as the paper removes. Everything is typed arrays sized once;
@@ -59,6 +63,12 @@ export class ProbePool {
   #tracker: LoadTracker | undefined;
   #reported: ReportedLoad | undefined;
   #perWeight: Float64Array = new Float64Array(0);
+  /**
+   * [the newest answer time seen]: the pool's clock. A pick reads no clock (on a real clock a
+   * read allocates a number); answers arrive stamped, so the newest one tells the time well
+   * enough to expire the others, as long as answers flow — and they flow while picks probe.
+   */
+  readonly #latestMs = new Float64Array([Number.NEGATIVE_INFINITY]);
   readonly #quantile: RifQuantile;
   #evictWorst = false;
 
@@ -120,8 +130,9 @@ export class ProbePool {
    * Position `p` (endpoint `key`, record `record`) was just probed: give it a slot unless it
    * has one, evicting as the module comment says.
    */
-  admit(p: number, key: string, record: number, nowMs: number): void {
+  admit(p: number, key: string, record: number): void {
     if (this.#slotOf[p] !== 0) return;
+    const nowMs = this.#latestMs[0] as number;
     const s = this.#victim(nowMs);
     const old = this.#pos[s] as number;
     if (old >= 0) this.#slotOf[old] = 0;
@@ -135,7 +146,7 @@ export class ProbePool {
   }
 
   /** The position Prequal's rule picks now, counting the use; -1 when no slot is usable. */
-  select(nowMs: number): number {
+  select(): number {
     const reported = this.#reported as ReportedLoad;
     const tracker = this.#tracker as LoadTracker;
     const pos = this.#pos;
@@ -163,6 +174,8 @@ export class ProbePool {
       const fromReport =
         reportedAt > stamp[s]! && !(reportedAt <= probedAt) && reported.field(record, REPORTED_RIF) >= 0;
       if (fromReport || probedAt > stamp[s]!) {
+        const answeredAt = fromReport ? reportedAt : probedAt;
+        if (answeredAt > this.#latestMs[0]!) this.#latestMs[0] = answeredAt;
         if (fromReport) {
           stamp[s] = reportedAt;
           rifs[s] = reported.field(record, REPORTED_RIF);
@@ -177,7 +190,7 @@ export class ProbePool {
         this.#quantile.add(rifs[s]!);
         hotAbove = this.#quantile.threshold;
       }
-      if (!(nowMs - stamp[s]! <= maxAge) || uses[s]! >= maxUses) continue;
+      if (!(this.#latestMs[0]! - stamp[s]! <= maxAge) || uses[s]! >= maxUses) continue;
       usable++;
       const w = perWeight[p]!;
       const rif = w === 1 ? rifs[s]! + uses[s]! : (rifs[s]! + uses[s]! + 1) * w - 1;
