@@ -41,6 +41,8 @@ export const ReportField = Object.freeze({
 export type ReportFieldName = keyof typeof ReportField;
 
 const STRIDE = 12;
+/** Fields per record in `ReportedLoad.rows`. */
+export const REPORT_STRIDE = STRIDE;
 const COUNTS: readonly number[] = [ReportField.reports, ReportField.probeUses, ReportField.pushbacks];
 
 /** Reported load, probe answers and pushback for the records of one `LoadTracker`, by record index. */
@@ -51,6 +53,15 @@ export class ReportedLoad {
   constructor(capacity: number) {
     this.#rows = new Float64Array(capacity * STRIDE);
     for (let i = 0; i < capacity; i++) this.clear(i);
+  }
+
+  /**
+   * The rows themselves: record `index`'s field `f` is `rows[index * REPORT_STRIDE + f]`. For
+   * pickers that scan many records per pick; replaced when the table grows, so read it through
+   * this getter on every use, never keep it.
+   */
+  get rows(): Float64Array {
+    return this.#rows;
   }
 
   /** A field of record `index`. */

@@ -28,7 +28,7 @@
  */
 import type { LoadTracker } from '../../endpoint-load.js';
 import type { TrackedEndpoint } from '../../picker.js';
-import { type ReportedLoad, ReportField } from '../../reported-load.js';
+import { REPORT_STRIDE, type ReportedLoad, ReportField } from '../../reported-load.js';
 import { RifQuantile } from './rif-quantile.js';
 
 export interface ProbePoolOptions {
@@ -147,9 +147,10 @@ export class ProbePool {
 
   /** The position Prequal's rule picks now, counting the use; -1 when no slot is usable. */
   select(): number {
-    const reported = this.#reported as ReportedLoad;
+    const rows = (this.#reported as ReportedLoad).rows;
     const tracker = this.#tracker as LoadTracker;
     const pos = this.#pos;
+    const records = this.#record;
     const stamp = this.#stamp;
     const rifs = this.#rif;
     const latencies = this.#latency;
@@ -157,6 +158,7 @@ export class ProbePool {
     const perWeight = this.#perWeight;
     const maxAge = this.#o.maxProbeAgeMs;
     const maxUses = this.#o.maxProbeUses;
+    let latest = this.#latestMs[0]!;
     let hotAbove = this.#quantile.threshold;
     let cold = -1;
     let coldLatency = Number.POSITIVE_INFINITY;
@@ -165,32 +167,32 @@ export class ProbePool {
     let hotRif = Number.POSITIVE_INFINITY;
     let usable = 0;
     for (let s = 0; s < pos.length; s++) {
-      const p = pos[s] as number;
+      const p = pos[s]!;
       if (p < 0) continue;
-      const record = this.#record[s] as number;
+      const row = records[s]! * REPORT_STRIDE;
       // The newest answer: a probe answer, or a report carrying in-flight (NaN: none).
-      const probedAt = reported.field(record, PROBED_AT);
-      const reportedAt = reported.field(record, REPORTED_AT);
-      const fromReport =
-        reportedAt > stamp[s]! && !(reportedAt <= probedAt) && reported.field(record, REPORTED_RIF) >= 0;
-      if (fromReport || probedAt > stamp[s]!) {
-        const answeredAt = fromReport ? reportedAt : probedAt;
-        if (answeredAt > this.#latestMs[0]!) this.#latestMs[0] = answeredAt;
-        if (fromReport) {
+      const probedAt = rows[row + PROBED_AT]!;
+      const reportedAt = rows[row + REPORTED_AT]!;
+      const since = stamp[s]!;
+      if (probedAt > since || reportedAt > since) {
+        if (reportedAt > since && !(reportedAt <= probedAt) && rows[row + REPORTED_RIF]! >= 0) {
           stamp[s] = reportedAt;
-          rifs[s] = reported.field(record, REPORTED_RIF);
-          const own = tracker.averageAt(record);
-          latencies[s] = own > 0 ? own : reported.field(record, PROBE_LATENCY);
-        } else {
+          rifs[s] = rows[row + REPORTED_RIF]!;
+          const own = tracker.averageAt(records[s]!);
+          latencies[s] = own > 0 ? own : rows[row + PROBE_LATENCY]!;
+        } else if (probedAt > since) {
           stamp[s] = probedAt;
-          rifs[s] = reported.field(record, PROBE_RIF);
-          latencies[s] = reported.field(record, PROBE_LATENCY);
+          rifs[s] = rows[row + PROBE_RIF]!;
+          latencies[s] = rows[row + PROBE_LATENCY]!;
         }
-        uses[s] = 0;
-        this.#quantile.add(rifs[s]!);
-        hotAbove = this.#quantile.threshold;
+        if (stamp[s]! !== since) {
+          if (stamp[s]! > latest) latest = stamp[s]!;
+          uses[s] = 0;
+          this.#quantile.add(rifs[s]!);
+          hotAbove = this.#quantile.threshold;
+        }
       }
-      if (!(this.#latestMs[0]! - stamp[s]! <= maxAge) || uses[s]! >= maxUses) continue;
+      if (!(latest - stamp[s]! <= maxAge) || uses[s]! >= maxUses) continue;
       usable++;
       const w = perWeight[p]!;
       const rif = w === 1 ? rifs[s]! + uses[s]! : (rifs[s]! + uses[s]! + 1) * w - 1;
@@ -208,12 +210,13 @@ export class ProbePool {
         hotRif = rif;
       }
     }
+    this.#latestMs[0] = latest;
     // Fewer than two to compare: the pool knows too little (the other answers expired or were
     // used up); the caller's fallback spreads instead of piling onto the one endpoint it knows.
     if (usable < 2) return -1;
     const chosen = cold >= 0 ? cold : hot;
     uses[chosen]!++;
-    return pos[chosen] as number;
+    return pos[chosen]!;
   }
 
   /** The slot a newcomer takes: empty, else spent, else the oldest or the worst in turn. */
