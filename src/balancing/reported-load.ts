@@ -8,7 +8,7 @@
  * "None yet" reads NaN (a figure never reported, a probe never answered, no pushback ever);
  * the counts start at 0. A report without a field leaves that figure as it was.
  */
-import { IN_FLIGHT_METRIC, type LoadReport, reportedUtilization } from './load-report.js';
+import { IN_FLIGHT_METRIC, LATENCY_METRIC, type LoadReport, reportedUtilization } from './load-report.js';
 
 /** The fields of one record's row. */
 export const ReportField = Object.freeze({
@@ -36,11 +36,13 @@ export const ReportField = Object.freeze({
   pushbackAtMs: 10,
   /** Pushback answers received, ever. */
   pushbacks: 11,
+  /** The latency estimate (ms) the server last reported (`named_metrics.latency_ms`). */
+  reportedLatencyMs: 12,
 } as const);
 
 export type ReportFieldName = keyof typeof ReportField;
 
-const STRIDE = 12;
+const STRIDE = 13;
 /** Fields per record in `ReportedLoad.rows`. */
 export const REPORT_STRIDE = STRIDE;
 const COUNTS: readonly number[] = [ReportField.reports, ReportField.probeUses, ReportField.pushbacks];
@@ -79,6 +81,8 @@ export class ReportedLoad {
     if (report.eps !== undefined) r[row + ReportField.eps] = report.eps;
     const inFlight = report.namedMetrics?.[IN_FLIGHT_METRIC];
     if (inFlight !== undefined) r[row + ReportField.reportedInFlight] = inFlight;
+    const latencyMs = report.namedMetrics?.[LATENCY_METRIC];
+    if (latencyMs !== undefined) r[row + ReportField.reportedLatencyMs] = latencyMs;
     r[row + ReportField.reportedAtMs] = now;
     r[row + ReportField.reports] = (r[row + ReportField.reports] as number) + 1;
   }

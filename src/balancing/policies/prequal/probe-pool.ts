@@ -4,8 +4,8 @@
  * when that answer arrived and how many picks have used it. Answers are not pushed here: a
  * pick reads each slot's load record (`ReportedLoad`) and takes a newer answer when one has
  * come, either a probe answer (`EndpointLoad.probed`) or a load report carrying
- * `named_metrics.inflight` on a response (piggybacked; its latency is then the balancer's own
- * average for the endpoint, since reports carry none).
+ * `named_metrics.inflight` on a response (piggybacked; its latency is the report's
+ * `named_metrics.latency_ms` if present, else the balancer's own average for the endpoint).
  *
  * Selection is Prequal's hot/cold lexicographic rule over the usable slots (answer younger
  * than `maxProbeAgeMs`, used fewer than `maxProbeUses` times): each use adds 1 to the slot's
@@ -43,6 +43,7 @@ const PROBE_RIF = ReportField.probeInFlight;
 const PROBE_LATENCY = ReportField.probeLatencyMs;
 const REPORTED_AT = ReportField.reportedAtMs;
 const REPORTED_RIF = ReportField.reportedInFlight;
+const REPORTED_LATENCY = ReportField.reportedLatencyMs;
 
 export class ProbePool {
   readonly #o: ProbePoolOptions;
@@ -178,8 +179,9 @@ export class ProbePool {
         if (reportedAt > since && !(reportedAt <= probedAt) && rows[row + REPORTED_RIF]! >= 0) {
           stamp[s] = reportedAt;
           rifs[s] = rows[row + REPORTED_RIF]!;
+          const said = rows[row + REPORTED_LATENCY]!;
           const own = tracker.averageAt(records[s]!);
-          latencies[s] = own > 0 ? own : rows[row + PROBE_LATENCY]!;
+          latencies[s] = said >= 0 ? said : own > 0 ? own : rows[row + PROBE_LATENCY]!;
         } else if (probedAt > since) {
           stamp[s] = probedAt;
           rifs[s] = rows[row + PROBE_RIF]!;

@@ -62,15 +62,42 @@ describe('report-weighted', () => {
     for (const [i, want] of [2 / 7, 4 / 7, 1 / 7].entries()) expect(Math.abs(got[i]! / want - 1)).toBeLessThan(0.01);
   });
 
-  it('keeps equal weights during the blackout, then applies the reports', () => {
-    const { b, clock } = setup(2, { blackoutPeriodMs: 5000 });
+  it('keeps a newcomer at the mean weight during its blackout, then applies its reports', () => {
+    const { b, clock } = setup(3, { blackoutPeriodMs: 5000 });
+    // 0 and 1 are established (weights 200 and 400) when 2 starts reporting 800.
+    reportFor(
+      b,
+      clock,
+      [
+        { rpsFractional: 100, cpuUtilization: 0.5 },
+        { rpsFractional: 100, cpuUtilization: 0.25 },
+      ],
+      6000,
+    );
     const reports: LoadReport[] = [
       { rpsFractional: 100, cpuUtilization: 0.5 },
+      { rpsFractional: 100, cpuUtilization: 0.25 },
       { rpsFractional: 100, cpuUtilization: 0.125 },
     ];
     reportFor(b, clock, reports, 4500);
-    expect(weights(b)).toEqual([1, 1]);
+    let w = weights(b);
+    expect(w[2]! / w[0]!).toBeCloseTo(1.5, 9);
     reportFor(b, clock, reports, 1600);
+    w = weights(b);
+    expect(w[2]! / w[0]!).toBeCloseTo(4, 9);
+  });
+
+  it('takes the reports at once when every endpoint is in its blackout (a start)', () => {
+    const { b, clock } = setup(2, { blackoutPeriodMs: 5000 });
+    reportFor(
+      b,
+      clock,
+      [
+        { rpsFractional: 100, cpuUtilization: 0.5 },
+        { rpsFractional: 100, cpuUtilization: 0.125 },
+      ],
+      1100,
+    );
     const [a, c] = weights(b);
     expect(c! / a!).toBeCloseTo(4, 9);
   });

@@ -16,7 +16,9 @@
  * Differences from Envoy/A58: the reported weight multiplies the endpoint's own weight and goes
  * through the same shaping as every weight (slow start, zone preference, pushback penalty);
  * weights are bounded to `maxWeightRatio` around the mean (evenlb's guard against one absurd
- * report); the blackout starts at the first usable report this balancer saw when it re-planned
+ * report); when every endpoint is in its blackout (a start) the reports count at once instead
+ * of equal weights — a fleet starting with a slow pod would otherwise overload it for the whole
+ * blackout; the blackout starts at the first usable report this balancer saw when it re-planned
  * (up to one update period late, so never shorter); a report with qps or utilization 0 still
  * refreshes the report's age; out-of-band reporting is not used (reports ride on responses).
  */

@@ -7,7 +7,9 @@
  * the report is younger than `weightExpirationPeriodMs`, and the endpoint's reports have been
  * usable for `blackoutPeriodMs` (so one lucky early report cannot flood a new pod). Endpoints
  * without a usable weight get the mean of the usable ones; with none usable, all weigh the
- * same (plain weighted round robin by the endpoints' own weights).
+ * same (plain weighted round robin by the endpoints' own weights) — except at a start, when
+ * every weight is still in its blackout: there are no established weights to guard, so the
+ * reports count at once.
  *
  * Kept per balancer: when each endpoint's reports became usable (A58's `non_empty_since`),
  * reset when they expire. The result is relative (mean 1) and bounded to
@@ -55,13 +57,26 @@ export class ReportWeights implements ReportedWeights {
     const o = this.#o;
     let total = 0;
     let usable = 0;
+    let blackedOut = 0;
     for (let i = 0; i < endpoints.length; i++) {
-      out[i] = this.#weight((endpoints[i] as Endpoint).key, loads, nowMs);
-      if ((out[i] as number) > 0) {
-        total += out[i] as number;
+      const w = this.#weight((endpoints[i] as Endpoint).key, loads, nowMs);
+      out[i] = w;
+      if (w > 0) {
+        total += w;
         usable++;
-      }
+      } else if (w < 0) blackedOut++;
     }
+    if (usable === 0 && blackedOut > 0) {
+      // Every weight is new (a start): the blackout guards newcomers against established
+      // weights, and there are none — take the reports rather than equal weights.
+      for (let i = 0; i < out.length; i++) {
+        const w = out[i] as number;
+        out[i] = w < 0 ? -w : 0;
+        if (w < 0) total -= w;
+      }
+      usable = blackedOut;
+    }
+    for (let i = 0; i < out.length; i++) if ((out[i] as number) < 0) out[i] = 0;
     if (this.#usableSince.size > endpoints.length) this.#forgetGone(endpoints);
     if (usable === 0) {
       out.fill(1);
@@ -75,7 +90,7 @@ export class ReportWeights implements ReportedWeights {
     }
   }
 
-  /** The usable weight of `key` now, or 0. */
+  /** The usable weight of `key` now; its weight negated while in blackout; 0 when it has none. */
   #weight(key: string, loads: LoadTracker, nowMs: number): number {
     const o = this.#o;
     const load = loads.peek(key);
@@ -97,7 +112,7 @@ export class ReportWeights implements ReportedWeights {
       since = at;
       this.#usableSince.set(key, since);
     }
-    return nowMs - since < o.blackoutPeriodMs ? 0 : w;
+    return nowMs - since < o.blackoutPeriodMs ? -w : w;
   }
 
   #forgetGone(endpoints: readonly Endpoint[]): void {

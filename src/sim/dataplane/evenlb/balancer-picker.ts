@@ -180,7 +180,7 @@ export class BalancerPicker implements RequestPicker {
     requests.loadOwner[slot] = b;
     requests.loadIndex[slot] = index;
     requests.loadStartMs[slot] = (this.#trackers[b] as LoadTracker).startAt(index);
-    this.#signals?.delivered(pod, this.#ctx.scheduler.now);
+    this.#signals?.delivered(pod, slot, this.#ctx.scheduler.now);
     return pod;
   }
 
@@ -190,7 +190,7 @@ export class BalancerPicker implements RequestPicker {
     const now = this.#ctx.scheduler.now;
     if (signals !== undefined) {
       const pod = this.#ctx.pods[requests.pod[slot] as number] as SimPod;
-      signals.completed(pod, now - (requests.sentMs[slot] as number), now);
+      signals.completed(pod, slot, now - (requests.sentMs[slot] as number), now);
       const b = requests.loadOwner[slot] as number;
       if (this.#reports && b >= 0) {
         // The response carries the pod's report; the balancer reads it as the response ends.
