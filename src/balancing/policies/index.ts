@@ -21,11 +21,13 @@ export const builtinPolicies: readonly BalancingPolicy[] = [
   weightedRoundRobinPolicy as BalancingPolicy,
   leastRequestPolicy as BalancingPolicy,
   peakEwmaPolicy as BalancingPolicy,
-  reportWeightedPolicy as BalancingPolicy,
-  prequalPolicy as BalancingPolicy,
   ringHashPolicy as BalancingPolicy,
   maglevPolicy as BalancingPolicy,
   sourceHashPolicy as BalancingPolicy,
+  // Later additions go last: the order is the CLI's and the simulator's, and recorded figures
+  // (test/sim/golden) follow it.
+  reportWeightedPolicy as BalancingPolicy,
+  prequalPolicy as BalancingPolicy,
 ];
 
 let registered = false;
