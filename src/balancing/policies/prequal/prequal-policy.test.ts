@@ -45,17 +45,25 @@ function setup(n: number, policyOptions: Record<string, unknown> = {}, seed = 5)
   return { b, clock, prober, keys };
 }
 
-/** Picks one at a time, answering queued probes with `state` before each pick. */
+/**
+ * Picks one at a time on virtual time (a pick per ms), answering queued probes with `state`
+ * before each pick; each pick starts a request that ends `serviceMs` later, as a transport's.
+ */
 function picksWithAnswers(
   s: ReturnType<typeof setup>,
   count: number,
   state: (i: number) => readonly [number, number],
+  serviceMs = 2,
 ): string[] {
   const out: string[] = [];
   for (let i = 0; i < count; i++) {
     s.prober.answer(s.keys, state);
     s.clock.advance(1);
-    out.push(...pickKeys(s.b, 1));
+    const r = s.b.picker.pick();
+    if (r.type !== 'picked') throw new Error('no endpoint');
+    out.push(r.endpoint.key);
+    const started = r.load.start();
+    s.clock.setTimeout(() => r.load.end(started, true), serviceMs);
   }
   return out;
 }
@@ -85,15 +93,15 @@ describe('prequal', () => {
   });
 
   it('sends the fastest cold endpoints most, and a hot one little though it is fastest (hot/cold rule)', () => {
-    // 8 endpoints: 7 with 1 in flight and latencies 10..4 ms, the last with 8 in flight and 1 ms.
-    // 1/8 of answers say 8, so the 0.84 quantile is 1 and the last endpoint is hot.
-    const s = setup(8, { probesPerRequest: 1, maxProbeUses: 1000 });
-    const state = (i: number): [number, number] => (i === 7 ? [8, 1] : [1, 10 - i]);
+    // 16 endpoints: 15 with 1 in flight and latencies 20..6 ms, the last with 8 in flight and
+    // 1 ms. 1/16 of answers say 8, so the 0.84 quantile of the last 64 is 1: the last is hot.
+    const s = setup(16, { probesPerRequest: 1, maxProbeUses: 1000 });
+    const state = (i: number): [number, number] => (i === 15 ? [8, 1] : [1, 20 - i]);
     picksWithAnswers(s, 400, state);
     const counts = tally(picksWithAnswers(s, 4000, state));
     const share = (i: number): number => (counts.get(s.keys[i]!) ?? 0) / 4000;
-    expect(share(7)).toBeLessThan(0.05);
-    expect(share(6)).toBeGreaterThan(share(0));
+    expect(share(15)).toBeLessThan(0.02);
+    expect(share(14)).toBeGreaterThan(share(0));
   });
 
   it('takes the lowest in flight when every answer is hot', () => {

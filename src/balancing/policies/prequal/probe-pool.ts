@@ -8,8 +8,9 @@
  * `named_metrics.latency_ms` if present, else the balancer's own average for the endpoint).
  *
  * Selection is Prequal's hot/cold lexicographic rule over the usable slots (answer younger
- * than `maxProbeAgeMs`, used fewer than `maxProbeUses` times): each use adds 1 to the slot's
- * RIF (the requests this balancer has sent on that answer), a slot is hot when that RIF is
+ * than `maxProbeAgeMs`, used fewer than `maxProbeUses` times): the answer's RIF moves by this
+ * balancer's own in-flight change at the endpoint since the answer (requests it sent there
+ * minus those that came back — the paper adds 1 per use), a slot is hot when that RIF is
  * above the `coldQuantile` of recent answers' RIF; among cold slots the lowest latency wins
  * (ties: lower RIF), and if all are hot the lowest RIF — or nothing (the caller falls back)
  * when fewer than two slots are usable, since one answer is no comparison. An endpoint below the highest weight
@@ -57,6 +58,8 @@ export class ProbePool {
   readonly #rif: Float64Array;
   readonly #latency: Float64Array;
   readonly #uses: Int32Array;
+  /** Slot → this balancer's own in-flight count at the endpoint when the answer was taken. */
+  readonly #ownAtAnswer: Int32Array;
   /** Slot → when the endpoint entered the pool (its probe was sent). */
   readonly #filledMs: Float64Array;
   /** Position → slot + 1, 0 = not in the pool. */
@@ -83,6 +86,7 @@ export class ProbePool {
     this.#rif = new Float64Array(m);
     this.#latency = new Float64Array(m);
     this.#uses = new Int32Array(m);
+    this.#ownAtAnswer = new Int32Array(m);
     this.#filledMs = new Float64Array(m);
     this.#quantile = new RifQuantile(options.coldQuantile);
   }
@@ -156,6 +160,8 @@ export class ProbePool {
     const rifs = this.#rif;
     const latencies = this.#latency;
     const uses = this.#uses;
+    const ownAtAnswer = this.#ownAtAnswer;
+    const own = tracker.inFlightCounts;
     const perWeight = this.#perWeight;
     const maxAge = this.#o.maxProbeAgeMs;
     const maxUses = this.#o.maxProbeUses;
@@ -190,6 +196,7 @@ export class ProbePool {
         if (stamp[s]! !== since) {
           if (stamp[s]! > latest) latest = stamp[s]!;
           uses[s] = 0;
+          ownAtAnswer[s] = own[records[s]!]!;
           this.#quantile.add(rifs[s]!);
           hotAbove = this.#quantile.threshold;
         }
@@ -197,7 +204,10 @@ export class ProbePool {
       if (!(latest - stamp[s]! <= maxAge) || uses[s]! >= maxUses) continue;
       usable++;
       const w = perWeight[p]!;
-      const rif = w === 1 ? rifs[s]! + uses[s]! : (rifs[s]! + uses[s]! + 1) * w - 1;
+      // The answer's RIF, moved by what this balancer itself sent and got back since.
+      const moved = own[records[s]!]! - ownAtAnswer[s]!;
+      const now = rifs[s]! + moved > 0 ? rifs[s]! + moved : 0;
+      const rif = w === 1 ? now : (now + 1) * w - 1;
       if (rif <= hotAbove) {
         // NaN latency (a report before any observation or probe) ranks last among the cold.
         const l = latencies[s]!;
