@@ -106,7 +106,7 @@ describe('prequal', () => {
 
   it('takes the lowest in flight when every answer is hot', () => {
     const s = setup(4, { probesPerRequest: 1, maxProbeUses: 1000, coldQuantile: 0 });
-    // Quantile 0: the line is the smallest answer; compensation makes the used one hot at once.
+    // Quantile 0: the line is the smallest answer; a request sent makes that endpoint hot at once.
     const state = (i: number): [number, number] => [[5, 3, 9, 7][i]!, [1, 2, 3, 4][i]!];
     picksWithAnswers(s, 200, state);
     const picks = picksWithAnswers(s, 400, state);

@@ -206,8 +206,8 @@ export class ProbePool {
       const w = perWeight[p]!;
       // The answer's RIF, moved by what this balancer itself sent and got back since.
       const moved = own[records[s]!]! - ownAtAnswer[s]!;
-      const now = rifs[s]! + moved > 0 ? rifs[s]! + moved : 0;
-      const rif = w === 1 ? now : (now + 1) * w - 1;
+      const current = Math.max(rifs[s]! + moved, 0);
+      const rif = w === 1 ? current : (current + 1) * w - 1;
       if (rif <= hotAbove) {
         // NaN latency (a report before any observation or probe) ranks last among the cold.
         const l = latencies[s]!;
