@@ -50,6 +50,11 @@ const COUNTS: readonly number[] = [ReportField.reports, ReportField.probeUses, R
 /** Reported load, probe answers and pushback for the records of one `LoadTracker`, by record index. */
 export class ReportedLoad {
   #rows: Float64Array;
+  /**
+   * Reports and probe answers recorded so far (any record): a picker that scans many records
+   * per pick compares it with the count it last saw and skips looking for news when equal.
+   */
+  changes = 0;
 
   /** Room for `capacity` records, every row "none yet". */
   constructor(capacity: number) {
@@ -85,6 +90,7 @@ export class ReportedLoad {
     if (latencyMs !== undefined) r[row + ReportField.reportedLatencyMs] = latencyMs;
     r[row + ReportField.reportedAtMs] = now;
     r[row + ReportField.reports] = (r[row + ReportField.reports] as number) + 1;
+    this.changes++;
   }
 
   /** Records a probe answer for record `index`; its use count starts again at 0. */
@@ -95,6 +101,7 @@ export class ReportedLoad {
     r[row + ReportField.probeLatencyMs] = latencyMs;
     r[row + ReportField.probedAtMs] = now;
     r[row + ReportField.probeUses] = 0;
+    this.changes++;
   }
 
   /** Counts one more pick made on record `index`'s last probe answer; returns the new count. */

@@ -75,6 +75,8 @@ export class ProbePool {
   readonly #latestMs = new Float64Array([Number.NEGATIVE_INFINITY]);
   readonly #quantile: RifQuantile;
   #evictWorst = false;
+  /** `ReportedLoad.changes` when the slots were last refreshed (-1: never). */
+  #seenChanges = -1;
 
   constructor(options: ProbePoolOptions) {
     this.#o = options;
@@ -152,7 +154,8 @@ export class ProbePool {
 
   /** The position Prequal's rule picks now, counting the use; -1 when no slot is usable. */
   select(): number {
-    const rows = (this.#reported as ReportedLoad).rows;
+    const reported = this.#reported as ReportedLoad;
+    if (reported.changes !== this.#seenChanges) this.#refresh(reported);
     const tracker = this.#tracker as LoadTracker;
     const pos = this.#pos;
     const records = this.#record;
@@ -163,10 +166,10 @@ export class ProbePool {
     const ownAtAnswer = this.#ownAtAnswer;
     const own = tracker.inFlightCounts;
     const perWeight = this.#perWeight;
-    const maxAge = this.#o.maxProbeAgeMs;
+    // Answers from before this are too old; never -∞, so a slot without an answer (-∞) is out.
+    const oldest = Math.max(this.#latestMs[0]! - this.#o.maxProbeAgeMs, -Number.MAX_VALUE);
     const maxUses = this.#o.maxProbeUses;
-    let latest = this.#latestMs[0]!;
-    let hotAbove = this.#quantile.threshold;
+    const hotAbove = this.#quantile.threshold;
     let cold = -1;
     let coldLatency = Number.POSITIVE_INFINITY;
     let coldRif = Number.POSITIVE_INFINITY;
@@ -175,38 +178,11 @@ export class ProbePool {
     let usable = 0;
     for (let s = 0; s < pos.length; s++) {
       const p = pos[s]!;
-      if (p < 0) continue;
-      const row = records[s]! * REPORT_STRIDE;
-      // The newest answer: a probe answer, or a report carrying in-flight (NaN: none).
-      const probedAt = rows[row + PROBED_AT]!;
-      const reportedAt = rows[row + REPORTED_AT]!;
-      const since = stamp[s]!;
-      if (probedAt > since || reportedAt > since) {
-        if (reportedAt > since && !(reportedAt <= probedAt) && rows[row + REPORTED_RIF]! >= 0) {
-          stamp[s] = reportedAt;
-          rifs[s] = rows[row + REPORTED_RIF]!;
-          const said = rows[row + REPORTED_LATENCY]!;
-          const own = tracker.averageAt(records[s]!);
-          latencies[s] = said >= 0 ? said : own > 0 ? own : rows[row + PROBE_LATENCY]!;
-        } else if (probedAt > since) {
-          stamp[s] = probedAt;
-          rifs[s] = rows[row + PROBE_RIF]!;
-          latencies[s] = rows[row + PROBE_LATENCY]!;
-        }
-        if (stamp[s]! !== since) {
-          if (stamp[s]! > latest) latest = stamp[s]!;
-          uses[s] = 0;
-          ownAtAnswer[s] = own[records[s]!]!;
-          this.#quantile.add(rifs[s]!);
-          hotAbove = this.#quantile.threshold;
-        }
-      }
-      if (!(latest - stamp[s]! <= maxAge) || uses[s]! >= maxUses) continue;
+      if (p < 0 || !(stamp[s]! >= oldest) || uses[s]! >= maxUses) continue;
       usable++;
       const w = perWeight[p]!;
       // The answer's RIF, moved by what this balancer itself sent and got back since.
-      const moved = own[records[s]!]! - ownAtAnswer[s]!;
-      const current = Math.max(rifs[s]! + moved, 0);
+      const current = Math.max(rifs[s]! + own[records[s]!]! - ownAtAnswer[s]!, 0);
       const rif = w === 1 ? current : (current + 1) * w - 1;
       if (rif <= hotAbove) {
         // NaN latency (a report before any observation or probe) ranks last among the cold.
@@ -222,13 +198,50 @@ export class ProbePool {
         hotRif = rif;
       }
     }
-    this.#latestMs[0] = latest;
     // Fewer than two to compare: the pool knows too little (the other answers expired or were
     // used up); the caller's fallback spreads instead of piling onto the one endpoint it knows.
     if (usable < 2) return -1;
     const chosen = cold >= 0 ? cold : hot;
     uses[chosen]!++;
     return pos[chosen]!;
+  }
+
+  /** Takes each slot's newer answer, if one came: a probe answer or a report carrying in-flight. */
+  #refresh(reported: ReportedLoad): void {
+    this.#seenChanges = reported.changes;
+    const rows = reported.rows;
+    const tracker = this.#tracker as LoadTracker;
+    const own = tracker.inFlightCounts;
+    const pos = this.#pos;
+    const records = this.#record;
+    const stamp = this.#stamp;
+    let latest = this.#latestMs[0]!;
+    for (let s = 0; s < pos.length; s++) {
+      if (pos[s]! < 0) continue;
+      const row = records[s]! * REPORT_STRIDE;
+      // NaN: none yet.
+      const probedAt = rows[row + PROBED_AT]!;
+      const reportedAt = rows[row + REPORTED_AT]!;
+      const since = stamp[s]!;
+      if (reportedAt > since && !(reportedAt <= probedAt) && rows[row + REPORTED_RIF]! >= 0) {
+        stamp[s] = reportedAt;
+        this.#rif[s] = rows[row + REPORTED_RIF]!;
+        const said = rows[row + REPORTED_LATENCY]!;
+        const mine = tracker.averageAt(records[s]!);
+        this.#latency[s] = said >= 0 ? said : mine > 0 ? mine : rows[row + PROBE_LATENCY]!;
+      } else if (probedAt > since) {
+        stamp[s] = probedAt;
+        this.#rif[s] = rows[row + PROBE_RIF]!;
+        this.#latency[s] = rows[row + PROBE_LATENCY]!;
+      } else {
+        continue;
+      }
+      if (stamp[s]! > latest) latest = stamp[s]!;
+      this.#uses[s] = 0;
+      this.#ownAtAnswer[s] = own[records[s]!]!;
+      this.#quantile.add(this.#rif[s]!);
+    }
+    this.#latestMs[0] = latest;
   }
 
   /** The slot a newcomer takes: empty, else spent, else the oldest or the worst in turn. */
