@@ -37,12 +37,15 @@ export {
   type BalancingPolicy,
   getPolicy,
   type LoadProber,
+  type LoadSignal,
   type PickerBuilder,
   type PolicyEnv,
+  type ReportedWeights,
   registeredPolicies,
   registerPolicy,
 } from './balancing/policy.js';
 export type { ReportedLoad, ReportFieldName } from './balancing/reported-load.js';
+export type { PushbackOptions } from './balancing/shaping/pushback-penalty.js';
 export type { ZoneRoutingState } from './balancing/shaping/zone-preference.js';
 // ---- Balancing clients ----
 export { BalancedAgent, type BalancedAgentOptions, type BalancedAgentStats } from './client/balanced-agent.js';
