@@ -25,14 +25,19 @@
  * const res = await request('https://webhook.policy.svc:8443/validate', { dispatcher: cluster.dispatcher });
  * await cluster.close();
  */
+import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { Balancer } from '../balancing/balancer.js';
 import { OutlierDetector } from '../balancing/outlier-detector.js';
 import type { PickContext } from '../balancing/picker.js';
+import { ensureBuiltinPolicies } from '../balancing/policies/index.js';
+import { getPolicy } from '../balancing/policy.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import type { EvenlbError } from '../core/errors.js';
 import { FeatureGates } from '../core/feature-gates.js';
+import { normalizeHost } from '../core/host.js';
+import { parseOptions } from '../core/options.js';
 import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { createEndpointSource } from '../discovery/create-endpoint-source.js';
@@ -46,6 +51,7 @@ import { ClusterLedger } from './cluster-ledger.js';
 import {
   balancerOptions,
   type ClusterOptions,
+  loadProbesSpec,
   type ParsedClusterOptions,
   parseClusterOptions,
 } from './cluster-options.js';
@@ -53,6 +59,7 @@ import { type ClusterStats, collectClusterStats } from './cluster-stats.js';
 import { ClusterTransport } from './cluster-transport.js';
 import { controllerHandler } from './controller-handler.js';
 import { DiscoveryWait } from './discovery-wait.js';
+import { HttpLoadProber } from './http-load-prober.js';
 import { forEndpoint, isHttpsOrigin, ServiceAuthority } from './request-headers.js';
 import { RetryPolicy, type RetryReason } from './retry-policy.js';
 import { RoutedRequest, type RoutedRequestHost } from './routed-request.js';
@@ -90,6 +97,10 @@ export class Cluster {
   readonly #unsubscribe: () => void;
   #legacyExclude: string | undefined;
   readonly #authority: ServiceAuthority;
+  /** Load probes, when the policy reads them and `loadProbes` is not `false`. */
+  readonly #prober: HttpLoadProber | undefined;
+  /** Eligible endpoint keys of the last snapshot (what the prober may ask). */
+  #eligible: ReadonlySet<string> = new Set();
   /** Where the next search for a usable endpoint starts in the picker's list (`acquireUsable`). */
   readonly #usableFrom = { next: 0 };
   #closed = false;
@@ -106,20 +117,12 @@ export class Cluster {
     this.#authority = new ServiceAuthority(o.authority, o.name);
     const { retryConnectFailures: connectRetries, retryIdempotent, retryOn } = o;
     this.#retryPolicy = new RetryPolicy({ connectRetries, retryIdempotent, retryOn });
-    this.#routed = {
-      retryPolicy: this.#retryPolicy,
-      route: (r) => this.#route(r),
-      bind: (r) => this.#bind(r),
-      unbind: (r) => r.endpoint !== undefined && this.#ledger.withdraw(r.endpoint.key, r.startMs, false),
-      settle: (r, outcome) => r.endpoint !== undefined && this.#ledger.settle(r.endpoint.key, r.startMs, outcome),
-      retry: (r, reason) => this.#retry(r, reason),
-    };
     this.#attempts = {
       retryPolicy: this.#retryPolicy,
       closed: () => this.#closed,
       pick: (exclude, hash) => this.#pickForConnection(exclude, hash),
       open: (endpoint) => this.#ledger.open(endpoint),
-      settle: (key, startMs, outcome) => this.#ledger.settle(key, startMs, outcome),
+      settle: (key, startMs, outcome, response) => this.#ledger.settle(key, startMs, outcome, response),
       withdraw: (key, startMs, request) => this.#ledger.withdraw(key, startMs, request),
       retried: (reason) => this.#ledger.retried(reason),
       elsewhere: (key) => this.#elsewhere(key),
@@ -129,7 +132,9 @@ export class Cluster {
     const random: Random = o.random ?? createRandom();
     const gates = FeatureGates.parse(o.featureGates);
     this.mode = gates.enabled('RoundTripLoadBalancing') ? 'round-trip' : 'legacy';
-    this.#balancer = new Balancer(balancerOptions(o, this.#clock, random));
+    this.#prober = this.#makeProber(o);
+    const prober = this.#prober === undefined ? {} : { prober: this.#prober };
+    this.#balancer = new Balancer({ ...balancerOptions(o, this.#clock, random), ...prober });
     this.#internals = this.#makeInternals();
     if (o.outlierDetection !== false) {
       const balancer = this.#balancer;
@@ -150,6 +155,15 @@ export class Cluster {
       forgetPools: (key) => this.#undici?.forget(key),
     });
     this.#ledger = ledger;
+    this.#routed = {
+      retryPolicy: this.#retryPolicy,
+      readsReports: ledger.readsReports,
+      route: (r) => this.#route(r),
+      bind: (r) => this.#bind(r),
+      unbind: (r) => r.endpoint !== undefined && ledger.withdraw(r.endpoint.key, r.startMs, false),
+      settle: (r, outcome) => r.endpoint !== undefined && ledger.settle(r.endpoint.key, r.startMs, outcome, r),
+      retry: (r, reason) => this.#retry(r, reason),
+    };
     this.#makeTransport = () =>
       new ClusterTransport(o, random, this.#clock, {
         opened: (key, known) => ledger.poolConnectionOpened(key, known),
@@ -204,6 +218,7 @@ export class Cluster {
   #makeInternals(): ClusterInternals {
     return {
       balancer: this.#balancer,
+      readsReports: this.#balancer.policy.loadSignals?.includes('reports') ?? false,
       acquire: (exclude, hash) => {
         this.#ledger.requests++;
         return firstAttempt(this.#attempts, exclude, undefined, hash);
@@ -230,6 +245,23 @@ export class Cluster {
         return () => this.#eligibleListeners.delete(listener);
       },
     };
+  }
+
+  /** The HTTP prober for a policy that reads probe answers (`loadProbes` not `false`). */
+  #makeProber(o: ParsedClusterOptions): HttpLoadProber | undefined {
+    ensureBuiltinPolicies();
+    if (o.loadProbes === false || getPolicy(o.policy).loadSignals?.includes('probes') !== true) return undefined;
+    const observer = o.observer;
+    return new HttpLoadProber({
+      options: o.loadProbes ?? parseOptions(`cluster ${o.name} loadProbes`, {}, loadProbesSpec),
+      clock: this.#clock,
+      probeable: (key) => this.#eligible.has(key) && !this.#closed,
+      tls: o.tls,
+      servername: serviceHostName(o.authority ?? o.name),
+      ...(observer?.loadProbe === undefined
+        ? {}
+        : { onResult: (key, result) => observer.loadProbe?.(o.name, key, result) }),
+    });
   }
 
   #elsewhere(key: string | undefined): boolean {
@@ -274,6 +306,7 @@ export class Cluster {
       discovery: this.source.snapshot().status.state,
       poolsOf: (key) => this.#undici?.poolsOf(key) ?? [],
       pools: this.#undici?.legacyPools() ?? [].values(),
+      loadProbes: this.#prober?.stats(),
     });
   }
 
@@ -285,7 +318,7 @@ export class Cluster {
   close(): Promise<void> {
     return this.#shutdown.close(async () => {
       this.#stop(undefined);
-      await this.#undici?.close();
+      await Promise.all([this.#undici?.close(), this.#prober?.close()]);
       if (this.#ownsSource) await this.source.close();
     });
   }
@@ -298,7 +331,7 @@ export class Cluster {
     return this.#shutdown.destroy(async () => {
       const error = err ?? closedError(this.name);
       this.#stop(error);
-      await this.#undici?.destroy(error);
+      await Promise.all([this.#undici?.destroy(error), this.#prober?.destroy()]);
       if (this.#ownsSource) await this.source.close();
     });
   }
@@ -367,6 +400,7 @@ export class Cluster {
     this.#balancer.update(snapshot.endpoints);
     this.#outlier?.setEndpoints(snapshot.endpoints);
     const eligible = eligibleKeys(snapshot.endpoints);
+    this.#eligible = eligible;
     for (const key of departedEndpoints(this.#ledger.entries.keys(), eligible)) this.#undici?.drainEndpoint(key);
     this.#ledger.follow(snapshot.endpoints);
     const held = snapshot.status.state === 'pending' ? [] : this.#discovery.answered();
@@ -394,4 +428,10 @@ export class Cluster {
     this.#outlier?.close();
     this.#balancer.close();
   }
+}
+
+/** The host name of a `host[:port]` authority, for a TLS server name; undefined for an IP address. */
+function serviceHostName(authority: string): string | undefined {
+  const host = normalizeHost(authority);
+  return host === '' || isIP(host.charCodeAt(0) === 91 /* [ */ ? host.slice(1, -1) : host) !== 0 ? undefined : host;
 }
