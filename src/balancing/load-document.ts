@@ -23,6 +23,12 @@ export const LOAD_PROTOCOL = 'evenlb-load/1';
 /** The path every server serves its load document on (HTTP GET, JSON), unless configured otherwise. */
 export const DEFAULT_LOAD_PATH = '/.well-known/evenlb/load';
 
+/** What a load document path option must be: it starts with "/" and has no spaces. */
+export const LOAD_PATH_EXPECTED = 'a path starting with "/" (no spaces)';
+
+/** True for a valid load document path (`LOAD_PATH_EXPECTED`). */
+export const isLoadPath = (v: unknown): v is string => typeof v === 'string' && /^\/\S*$/.test(v);
+
 /** The longest load document an asker reads; a longer answer is no answer. */
 export const MAX_LOAD_DOCUMENT_BYTES = 4096;
 

@@ -5,7 +5,7 @@
  * defaults and per route, so one spec validates all three places.
  */
 import type { BalancerOptions } from '../balancing/balancer.js';
-import { DEFAULT_LOAD_PATH } from '../balancing/load-document.js';
+import { DEFAULT_LOAD_PATH, isLoadPath, LOAD_PATH_EXPECTED } from '../balancing/load-document.js';
 import { outlierDetectionSpec } from '../balancing/outlier-detector.js';
 import { herdingGuardSpec } from '../balancing/shaping/herding-guard.js';
 import { pushbackSpec } from '../balancing/shaping/pushback-penalty.js';
@@ -50,11 +50,7 @@ export const loadProbesSpec = {
   /** Port the endpoints serve their load document on (`reportLoad`'s `loadPort`); default each endpoint's own port. */
   port: opt.int({ min: 1, max: 65535, optional: true }),
   /** Path of the load document; default `/.well-known/evenlb/load`. */
-  path: opt.custom<string, { default: string }>(
-    'a path starting with "/" (no spaces)',
-    (v): v is string => typeof v === 'string' && /^\/\S*$/.test(v),
-    { default: DEFAULT_LOAD_PATH },
-  ),
+  path: opt.custom<string, { default: string }>(LOAD_PATH_EXPECTED, isLoadPath, { default: DEFAULT_LOAD_PATH }),
   /** A probe without an answer within this long has failed, ms; default 500. */
   timeoutMs: opt.number({ min: 1, max: 60_000, default: 500 }),
   /** Probes in flight at once, at most; default 4. */

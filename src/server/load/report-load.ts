@@ -18,7 +18,7 @@
  */
 import type http from 'node:http';
 import type http2 from 'node:http2';
-import { DEFAULT_LOAD_PATH } from '../../balancing/load-document.js';
+import { DEFAULT_LOAD_PATH, isLoadPath, LOAD_PATH_EXPECTED } from '../../balancing/load-document.js';
 import { LOAD_REPORT_HEADER } from '../../balancing/load-report.js';
 import { ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { type Input, opt, type Parsed, parseOptions } from '../../core/options.js';
@@ -49,11 +49,7 @@ export const reportLoadSpec = {
   /** Address the `loadPort` server binds; default all interfaces. */
   loadHost: opt.string({ nonEmpty: true, optional: true }),
   /** Path of the load document; default `/.well-known/evenlb/load` (or the fair-share endpoint's). */
-  loadPath: opt.custom<string, { optional: true }>(
-    'a path starting with "/" (no spaces)',
-    (v): v is string => typeof v === 'string' && /^\/\S*$/.test(v),
-    { optional: true },
-  ),
+  loadPath: opt.custom<string, { optional: true }>(LOAD_PATH_EXPECTED, isLoadPath, { optional: true }),
   /** Where warnings go (a load port that cannot be bound; pino-compatible `warn`); default none. */
   logger: opt.custom('a logger with warn(fields, message)', isLogger, { optional: true }),
 };
