@@ -12,8 +12,9 @@ import { isEvenlbError } from '../core/errors.js';
 import type { ProxyConfig } from '../proxy/config-schema.js';
 import { configFromFlags, loadProxyConfigFile } from '../proxy/proxy-config.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
+import { addSidecarOptions, type SidecarCli, type SidecarFlags, sidecarFromCli } from './proxy-sidecar.js';
 
-interface ProxyCliOptions {
+interface ProxyCliOptions extends SidecarFlags {
   config?: string;
   listen?: string;
   upstream?: string;
@@ -29,7 +30,7 @@ function usage(message: string): void {
 }
 
 export function registerProxyCommand(program: Command): void {
-  program
+  const command = program
     .command('proxy')
     .description('Balance requests (HTTP/1.1, HTTP/2, gRPC) or connections (TCP) over a Service’s endpoints.')
     .option(
@@ -44,8 +45,11 @@ export function registerProxyCommand(program: Command): void {
     .option('--access-log', 'log every request as JSON to stderr')
     .action(async (opts: ProxyCliOptions) => {
       let config: ProxyConfig;
+      let sidecar: SidecarCli | undefined;
       try {
-        if (opts.config !== undefined) {
+        sidecar = sidecarFromCli(opts, command);
+        if (sidecar !== undefined) config = sidecar.config;
+        else if (opts.config !== undefined) {
           if (opts.upstream !== undefined) return usage('--config and --upstream cannot be combined');
           config = loadProxyConfigFile(opts.config);
         } else {
@@ -66,14 +70,15 @@ export function registerProxyCommand(program: Command): void {
         if (isEvenlbError(err)) return usage(err.message);
         throw err;
       }
-      const proxy = await ProxyServer.start(config);
+      const proxy = await ProxyServer.start(config, sidecar?.proxyOptions);
+      const load = sidecar?.load ?? loadProxyConfigFile;
       const file = opts.config;
       if (file !== undefined) {
         let pending: NodeJS.Timeout | undefined;
         const reload = (why: string): void => {
           let next: ProxyConfig;
           try {
-            next = loadProxyConfigFile(file);
+            next = load(file);
           } catch (err) {
             proxy.metrics.reloads.inc({ result: 'invalid' });
             proxy.logger.error(
@@ -114,4 +119,5 @@ export function registerProxyCommand(program: Command): void {
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
     });
+  addSidecarOptions(command);
 }
