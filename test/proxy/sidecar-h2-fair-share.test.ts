@@ -139,8 +139,12 @@ class H2Caller {
 
 /** Client connections (sockets and HTTP/2 sessions) a sidecar holds now, from its own /metrics. */
 async function held(s: TestSidecar): Promise<number> {
+  return metric(s, 'evenlb_proxy_downstream_connections');
+}
+
+async function metric(s: TestSidecar, name: string): Promise<number> {
   const m = await fetchText(s.proxy.adminPort as number, '/metrics');
-  return Number(/^evenlb_proxy_downstream_connections\{listener="sidecar"\} (\d+)/m.exec(m.body)?.[1]);
+  return Number(new RegExp(`^${name}\\{listener="sidecar"\\} (\\d+)`, 'm').exec(m.body)?.[1]);
 }
 
 async function startFleet(dir: string) {
@@ -253,6 +257,11 @@ describe('server-side sidecar, HTTP/2 (gRPC-style) clients', () => {
     );
     expect(spread.every((n) => Math.abs(n - fair) <= 0.15 * fair)).toBe(true);
     expect(front.placed[3]).toBeGreaterThan(0);
+    // Every connection the front placed was accepted and counted by its sidecar.
+    const opened = await Promise.all(
+      sidecars.map((x) => metric(x, 'evenlb_proxy_downstream_connections_opened_total')),
+    );
+    expect(opened).toEqual(front.placed);
     expect(served[3], 'the new pod serves streams').toBeGreaterThan(0);
     expect(failed, failed.map((f) => f.detail).join(', ')).toEqual([]);
     expect(
