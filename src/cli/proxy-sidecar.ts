@@ -17,6 +17,7 @@ import {
   loadSidecarConfigFile,
   parseAppAddress,
   parseSidecarOptions,
+  type SidecarOptions,
   type SidecarSetup,
   sidecarSetup,
 } from '../proxy/sidecar-config.js';
@@ -171,7 +172,22 @@ export interface SidecarCli {
   readonly appHealth: AppHealth;
 }
 
-function fromFlags(f: SidecarFlags): SidecarSetup {
+/**
+ * The sidecar options the flags of `evenlb proxy --sidecar` (without `--config`) say; a usage
+ * error names the flag. Files named by flags are not read here (`sidecarSetup` reads them).
+ *
+ * @example
+ * sidecarOptionsFromFlags({ sidecar: true, listen: ':8080', app: '127.0.0.1:8081', peers: 'k8s:///web.shop:http' }).loadPort; // 9903
+ */
+export function sidecarOptionsFromFlags(f: SidecarFlags): SidecarOptions {
+  try {
+    return optionsFromFlags(f);
+  } catch (err) {
+    throw err instanceof EvenlbError ? asFlagError(err) : err;
+  }
+}
+
+function optionsFromFlags(f: SidecarFlags): SidecarOptions {
   if (f.app === undefined)
     throw usage('--sidecar needs --app HOST:PORT (the app in this pod, e.g. 127.0.0.1:8081)', '--app');
   if (f.peers === undefined)
@@ -227,7 +243,7 @@ function fromFlags(f: SidecarFlags): SidecarSetup {
       `--app-check-timeout (${options.appCheck.timeoutMs} ms) must not be longer than --app-check-interval (${options.appCheck.intervalMs} ms)`,
       '--app-check-timeout',
     );
-  return sidecarSetup(options);
+  return options;
 }
 
 /**
@@ -265,7 +281,7 @@ export function sidecarFromCli(flags: SidecarFlags, command: Command): SidecarCl
     } else {
       if (command.getOptionValueSource('listen') !== 'cli')
         throw usage('--sidecar needs --listen HOST:PORT or :PORT (the Service’s targetPort)', '--listen');
-      setup = fromFlags(flags);
+      setup = sidecarSetup(sidecarOptionsFromFlags(flags));
       load = () => {
         throw usage('a sidecar started from flags has no file to reload', '--config');
       };
