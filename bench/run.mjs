@@ -1,14 +1,18 @@
 #!/usr/bin/env node
 // Runs every benchmark in bench/ (files named *.bench.mjs), one child process each, in name order.
 // Benchmarks import the built package from dist/, so the package is built first.
-// Usage: npm run bench [-- name-filter ...]
+// Usage: npm run bench [-- name-filter ... [--option value ...]]: arguments from the first one
+// starting with "--" on are passed to each benchmark (e.g. `npm run bench -- soak --minutes 2`).
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const filters = process.argv.slice(2);
+const args = process.argv.slice(2);
+const firstOption = args.findIndex((a) => a.startsWith('--'));
+const filters = firstOption < 0 ? args : args.slice(0, firstOption);
+const options = firstOption < 0 ? [] : args.slice(firstOption);
 const files = readdirSync(here)
   .filter((f) => f.endsWith('.bench.mjs'))
   .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
@@ -20,7 +24,7 @@ if (build.status !== 0) process.exit(build.status ?? 1);
 let failed = 0;
 for (const f of files) {
   process.stdout.write(`\n=== ${f} ===\n`);
-  const r = spawnSync(process.execPath, ['--expose-gc', join(here, f)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--expose-gc', join(here, f), ...options], { stdio: 'inherit' });
   if (r.status !== 0) {
     failed++;
     process.stdout.write(`!!! ${f} exited with ${r.status ?? r.signal}\n`);

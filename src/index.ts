@@ -41,8 +41,7 @@ export {
   type WebhookClientConfig,
   type WebhookClientOptions,
 } from './client/webhook-client.js';
-export type { Attempt, AttemptRequest } from './cluster/attempt.js';
-export { Cluster, type RequestTicket } from './cluster/cluster.js';
+export { Cluster } from './cluster/cluster.js';
 export type {
   ClusterObserver,
   ClusterOptions,

@@ -116,17 +116,9 @@ export class EndpointLoad {
     return this.#tracker.inFlightAt(this.#index);
   }
 
-  set inFlight(value: number) {
-    this.#tracker.setField(this.#index, -1, value);
-  }
-
   /** Requests started, ever. */
   get requests(): number {
     return this.#tracker.field(this.#index, REQUESTS);
-  }
-
-  set requests(value: number) {
-    this.#tracker.setField(this.#index, REQUESTS, value);
   }
 
   /** Requests that ended in error, ever. */
@@ -134,17 +126,9 @@ export class EndpointLoad {
     return this.#tracker.field(this.#index, ERRORS);
   }
 
-  set errors(value: number) {
-    this.#tracker.setField(this.#index, ERRORS, value);
-  }
-
   /** Errors since the last success. */
   get consecutiveErrors(): number {
     return this.#tracker.field(this.#index, CONSECUTIVE_ERRORS);
-  }
-
-  set consecutiveErrors(value: number) {
-    this.#tracker.setField(this.#index, CONSECUTIVE_ERRORS, value);
   }
 
   /** Requests that ended successfully, ever. */
@@ -152,13 +136,17 @@ export class EndpointLoad {
     return this.#tracker.field(this.#index, SUCCESSES);
   }
 
-  set successes(value: number) {
-    this.#tracker.setField(this.#index, SUCCESSES, value);
-  }
-
   /** Records a request start; returns the start time to hand back to `end`. */
   start(): number {
     return this.#tracker.startAt(this.#index);
+  }
+
+  /**
+   * Takes back a `start()` whose request never reached the endpoint (it was sent elsewhere, or
+   * never began): one request and one in flight fewer, nothing observed.
+   */
+  withdraw(): void {
+    this.#tracker.withdrawAt(this.#index);
   }
 
   /**
@@ -346,6 +334,14 @@ export class LoadTracker {
       stats[row + ERRORS] = (stats[row + ERRORS] as number) + 1;
       stats[row + CONSECUTIVE_ERRORS] = (stats[row + CONSECUTIVE_ERRORS] as number) + 1;
     }
+  }
+
+  /** `EndpointLoad.withdraw()` of record `index`. */
+  withdrawAt(index: number): void {
+    const inFlight = this.inFlightCounts;
+    if ((inFlight[index] as number) > 0) inFlight[index] = (inFlight[index] as number) - 1;
+    const row = index * STRIDE + REQUESTS;
+    if ((this.#stats[row] as number) > 0) this.#stats[row] = (this.#stats[row] as number) - 1;
   }
 
   /** `EndpointLoad.observe()` of record `index`. */

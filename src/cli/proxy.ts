@@ -1,14 +1,16 @@
 /**
  * `evenlb proxy`: the L7/L4 balancing proxy. Flags cover the simple case (one listener, one
  * upstream target); `--config FILE` takes the full YAML configuration. An invalid
- * configuration exits with code 2 before anything starts. With `--config`, SIGHUP and changes
- * to the file reload it; a bad reload keeps the running configuration and logs why. SIGTERM
- * and SIGINT drain and stop.
+ * configuration (a field, or fields that cannot hold together) exits with code 2 before
+ * anything listens; an address another process holds exits with code 1, naming the field.
+ * With `--config`, SIGHUP and changes to the file reload it; a reload that fails — invalid, or
+ * not appliable — changes nothing, keeps every listener serving and logs `reload failed;
+ * keeping the running configuration` with the reason. SIGTERM and SIGINT drain and stop.
  */
 import { watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { isEvenlbError } from '../core/errors.js';
+import { ErrorCodes, isEvenlbError } from '../core/errors.js';
 import type { ProxyConfig } from '../proxy/config-schema.js';
 import { configFromFlags, loadProxyConfigFile } from '../proxy/proxy-config.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
@@ -70,29 +72,43 @@ export function registerProxyCommand(program: Command): void {
         if (isEvenlbError(err)) return usage(err.message);
         throw err;
       }
-      const proxy = await ProxyServer.start(config, sidecar?.proxyOptions);
+      let proxy: ProxyServer;
+      try {
+        proxy = await ProxyServer.start(config, sidecar?.proxyOptions);
+      } catch (err) {
+        // A file that broke between validation and start is still a configuration error (2);
+        // an address another process holds is the machine's state, not the file's (1).
+        if (isEvenlbError(err, ErrorCodes.INVALID_CONFIG)) return usage(err.message);
+        if (!isEvenlbError(err, ErrorCodes.LISTEN_FAILED)) throw err;
+        process.stderr.write(`evenlb proxy: ${err.message}\n`);
+        process.exitCode = 1;
+        return;
+      }
       const load = sidecar?.load ?? loadProxyConfigFile;
       const file = opts.config;
       if (file !== undefined) {
         let pending: NodeJS.Timeout | undefined;
+        // One message for every failed reload (the file is invalid, or applying it failed):
+        // nothing of it was applied, every running listener keeps serving.
+        const failed = (why: string, stage: 'validate' | 'apply', err: unknown): void => {
+          proxy.logger.error(
+            { file, trigger: why, stage, err: (err as Error).message },
+            'reload failed; keeping the running configuration',
+          );
+        };
         const reload = (why: string): void => {
           let next: ProxyConfig;
           try {
             next = load(file);
           } catch (err) {
             proxy.metrics.reloads.inc({ result: 'invalid' });
-            proxy.logger.error(
-              { file, trigger: why, err: (err as Error).message },
-              'reload rejected; keeping the running configuration',
-            );
+            failed(why, 'validate', err);
             return;
           }
-          proxy.reload(next).catch((err: unknown) => {
-            proxy.logger.error(
-              { file, trigger: why, err: (err as Error).message },
-              'reload failed; keeping the running configuration',
-            );
-          });
+          proxy.reload(next).then(
+            () => undefined,
+            (err: unknown) => failed(why, 'apply', err),
+          );
         };
         process.on('SIGHUP', () => reload('SIGHUP'));
         try {

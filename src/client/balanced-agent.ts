@@ -26,7 +26,8 @@
  * await agent.close();
  */
 import { Agent, Dispatcher } from 'undici';
-import { type Cluster, failHandler } from '../cluster/cluster.js';
+import type { Cluster } from '../cluster/cluster.js';
+import { failHandler } from '../cluster/controller-handler.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { hostPortKey } from '../core/host.js';
 import { type Input, opt, parseOptions } from '../core/options.js';

@@ -25,7 +25,9 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Cluster, RequestTicket } from '../cluster/cluster.js';
+import type { Attempt } from '../cluster/attempt.js';
+import type { Cluster } from '../cluster/cluster.js';
+import { clusterInternals } from '../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../cluster/cluster-options.js';
 import { classifyFailure, outcomeOf } from '../cluster/retry-policy.js';
 import { systemClock } from '../core/clock.js';
@@ -209,17 +211,17 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
         // Legacy: the pool stays keyed by the Service; the endpoint is chosen when dialling.
         req.once('socket', (s: Socket) => {
           const endpoint = (s as TrackedSocket)[kMeta]?.endpoint;
-          if (endpoint !== undefined) this.#account(req, cluster.track(endpoint));
+          if (endpoint !== undefined) this.#account(req, clusterInternals(cluster).track(endpoint));
           else
             s.once('connect', () => {
               const e = (s as TrackedSocket)[kMeta]?.endpoint;
-              if (e !== undefined) this.#account(req, cluster.track(e));
+              if (e !== undefined) this.#account(req, clusterInternals(cluster).track(e));
             });
         });
         superAdd({ ...options, [kMeta]: meta });
         return;
       }
-      const ticket = cluster.acquire();
+      const ticket = clusterInternals(cluster).acquire();
       if (ticket instanceof EvenlbError) {
         if (ticket.code !== 'EVENLB_DISCOVERY_PENDING') {
           failRequest(req, ticket);
@@ -257,7 +259,7 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
       let endpoint: Endpoint | undefined;
       let connectOptions: object = options;
       if (cluster.mode === 'legacy') {
-        const picked = cluster.pickForConnection();
+        const picked = clusterInternals(cluster).pickForConnection();
         if (picked instanceof EvenlbError) {
           process.nextTick(() => callback?.(picked, undefined as unknown as Duplex));
           return undefined as unknown as Duplex;
@@ -299,7 +301,7 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
       };
     }
 
-    #account(req: http.ClientRequest, ticket: RequestTicket): void {
+    #account(req: http.ClientRequest, ticket: Attempt): void {
       let outcome: RequestOutcome | undefined;
       req.once('response', (res: http.IncomingMessage) => {
         outcome = (res.statusCode ?? 0) >= 500 ? 'http-error' : 'success';
@@ -321,10 +323,11 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
       set.add(socket);
       socket.once(secure ? 'secureConnect' : 'connect', () => {
         const meta = socket[kMeta];
-        if (meta?.endpoint !== undefined) cluster.noteConnection(meta.endpoint.key, 'opened');
+        const internals = clusterInternals(cluster);
+        if (meta?.endpoint !== undefined) internals.noteConnection(meta.endpoint.key, 'opened');
         socket.once('close', () => {
           if (meta?.endpoint !== undefined)
-            cluster.noteConnection(meta.endpoint.key, 'closed', meta.retire ? 'requests' : 'peer');
+            internals.noteConnection(meta.endpoint.key, 'closed', meta.retire ? 'requests' : 'peer');
         });
       });
       socket.once('close', () => set?.delete(socket));
@@ -353,7 +356,7 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
     #watch(cluster: Cluster): void {
       if (this.#watched.has(cluster)) return;
       this.#watched.add(cluster);
-      cluster.onEligibleChange((eligible) => {
+      clusterInternals(cluster).onEligibleChange((eligible) => {
         if (cluster.mode === 'legacy') return;
         for (const s of this.#sockets.get(cluster) ?? []) {
           const key = s[kMeta]?.endpoint?.key;

@@ -1,9 +1,10 @@
 /**
- * The attempts of one request sent by a transport the cluster does not own (`Cluster.acquire`):
- * each attempt starts its endpoint's accounting when it is handed out and ends it exactly once
- * — by `end(outcome)`, or by `retry(failure, request)`, which asks the cluster's one
- * `RetryPolicy` with the retries the chain has made so far and hands out the next attempt
- * (another endpoint when there is one; the same one only after a stale kept-alive socket).
+ * The attempts of one request sent by a transport the cluster does not own
+ * (`clusterInternals(cluster).acquire`): each attempt starts its endpoint's accounting when it
+ * is handed out and ends it exactly once — by `end(outcome)`, by `retry(failure, request)`,
+ * which asks the cluster's one `RetryPolicy` with the retries the chain has made so far and
+ * hands out the next attempt (another endpoint when there is one; the same one only after a
+ * stale kept-alive socket), or by `withdraw()`, which takes it back as if never handed out.
  */
 import type { Endpoint } from '../core/endpoint.js';
 import { EvenlbError } from '../core/errors.js';
@@ -22,6 +23,8 @@ export interface AttemptHost {
   open(endpoint: Endpoint): number;
   /** Ends the load record started at `startMs` with `outcome` (outlier detection, metrics). */
   settle(key: string, startMs: number, outcome: RequestOutcome): void;
+  /** Takes back the load record started at `startMs`; `request` also uncounts its request. */
+  withdraw(key: string, startMs: number, request: boolean): void;
   /** Counts one retry (stats, observer). */
   retried(reason: RetryReason): void;
   /** True when an endpoint other than `key` can be picked. */
@@ -85,6 +88,13 @@ class ChainAttempt implements Attempt {
     host.retried(reason);
     const key = this.endpoint.key;
     return firstAttempt(host, host.elsewhere(key) ? key : undefined, counts, this.#hash);
+  }
+
+  withdraw(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    // A chain that has retried has its own counts: only a first attempt carries the request.
+    this.#host.withdraw(this.endpoint.key, this.#startMs, this.#counts === NONE);
   }
 
   wouldRetry(failure: AttemptFailure, request: AttemptRequest): boolean {

@@ -2,13 +2,14 @@
  * The two seams between a `Cluster` and whatever moves bytes for it.
  *
  * An `Attempt` is one try of one request on one endpoint, handed out by the cluster
- * (`Cluster.acquire()`): the transport sends the request to `attempt.endpoint`, then either
+ * (`clusterInternals(cluster).acquire()`): the transport sends the request to `attempt.endpoint`, then either
  * calls `end(outcome)` once, or — on a failure — `retry(failure, request)`, which ends this
  * attempt, asks the cluster's one `RetryPolicy` and returns the next attempt (another endpoint
  * when there is one) or the reason there is none. Load, outlier detection, stats and metrics
  * are updated by the cluster, exactly once per attempt and once per retry, whatever the
  * transport. Attempts are taken by the node:http agent, the proxy's HTTP/1.1 path, the proxy's
- * HTTP/2 streams to `h2` clusters and its `tcp` listeners (one attempt per client connection);
+ * HTTP/2 streams to `h2` clusters, its `tcp` listeners (one attempt per client connection) and
+ * the gRPC policy (one attempt per call);
  * requests sent through `Cluster.dispatch` (the undici pools) follow the same policy inside
  * the cluster (`RoutedRequest`).
  *
@@ -50,6 +51,12 @@ export interface Attempt {
    * response it has discarded). Changes nothing.
    */
   wouldRetry(failure: AttemptFailure, request: AttemptRequest): boolean;
+  /**
+   * Takes the attempt back as if it had never been handed out: the request never reached the
+   * endpoint (a gRPC pick grpc-js did not start). No latency, no outcome; a first attempt's
+   * request is not counted either. Ignored once the attempt ended.
+   */
+  withdraw(): void;
 }
 
 /** The retry reasons an attempt chain has used so far. */

@@ -1,5 +1,5 @@
 /**
- * The attempt path other transports use (`Cluster.acquire()`), on a `ManualClock` with no
+ * The attempt path other transports use (`clusterInternals(cluster).acquire()`), on a `ManualClock` with no
  * sockets: an attempt ends once; `retry()` ends it with the failure's outcome, asks the
  * cluster's one retry policy, returns the next attempt on another endpoint and counts the
  * retry once (stats and observer) — the same rules the undici path follows.
@@ -12,6 +12,7 @@ import { SeededRandom } from '../core/random.js';
 import { StaticEndpointSource } from '../discovery/static-endpoint-source.js';
 import type { Attempt } from './attempt.js';
 import { Cluster } from './cluster.js';
+import { clusterInternals } from './cluster-internals.js';
 
 function cluster(retryIdempotent = 0) {
   const events: string[] = [];
@@ -59,7 +60,7 @@ describe('Cluster attempts', () => {
   for (const k of cases) {
     test(`${k.failure.type}${'status' in k.failure ? ` ${k.failure.status}` : ''}, ${k.request.method}, retryIdempotent ${k.retryIdempotent} → ${k.reasons.join(',') || 'no retry'}`, async () => {
       const { c, events } = cluster(k.retryIdempotent);
-      const first = c.acquire() as Attempt;
+      const first = clusterInternals(c).acquire() as Attempt;
       expect(first).not.toBeInstanceOf(EvenlbError);
       const next = first.retry(k.failure, k.request);
       first.end('success'); // ignored: the attempt already ended
@@ -86,7 +87,7 @@ describe('Cluster attempts', () => {
 
   test('a retry budget is per request: a second connect failure is not retried', async () => {
     const { c } = cluster(0);
-    const a = c.acquire() as Attempt;
+    const a = clusterInternals(c).acquire() as Attempt;
     const b = a.retry({ type: 'connect-failure' }, POST) as Attempt;
     expect(b.retry({ type: 'connect-failure' }, POST)).toBeUndefined();
     expect(c.stats().retries).toBe(1);
@@ -96,7 +97,7 @@ describe('Cluster attempts', () => {
   test('after close, acquire fails with EVENLB_CLOSED', async () => {
     const { c } = cluster();
     await c.close();
-    const r = c.acquire();
+    const r = clusterInternals(c).acquire();
     expect(r instanceof EvenlbError && r.code).toBe('EVENLB_CLOSED');
   });
 
@@ -110,17 +111,17 @@ describe('Cluster attempts', () => {
       random: new SeededRandom(3),
     });
     await c.whenDiscovered();
-    const picker = c.balancer.picker;
+    const picker = clusterInternals(c).balancer.picker;
     const unhashed = new Set<string>();
     for (const hash of [hashKey('127.0.0.1'), hashKey('127.0.0.2'), hashKey('10.9.8.7')]) {
-      const a = c.acquire(undefined, hash) as Attempt;
+      const a = clusterInternals(c).acquire(undefined, hash) as Attempt;
       expect(a.endpoint.key).toBe(pickKey(picker.pick({ hash })));
       const b = a.retry({ type: 'connect-failure' }, POST) as Attempt;
       expect(b.endpoint.key).toBe(pickKey(picker.pick({ hash, exclude: a.endpoint.key })));
       expect(b.endpoint.key).not.toBe(a.endpoint.key);
       b.end('success');
       for (let i = 0; i < 20; i++) {
-        const u = c.acquire() as Attempt;
+        const u = clusterInternals(c).acquire() as Attempt;
         unhashed.add(u.endpoint.key);
         u.end('success');
       }

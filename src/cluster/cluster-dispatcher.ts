@@ -3,12 +3,18 @@
  * can send through a cluster directly (without a `BalancedAgent`).
  */
 import { Dispatcher } from 'undici';
-import type { Cluster } from './cluster.js';
+
+/** What the facade needs of a cluster. */
+export interface DispatchTarget {
+  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean;
+  close(): Promise<void>;
+  destroy(err?: Error): Promise<void>;
+}
 
 /** A `Dispatcher` facade over a cluster, for undici's `request`, `fetch`, `stream`... */
 export class ClusterDispatcher extends Dispatcher {
-  readonly #cluster: Cluster;
-  constructor(cluster: Cluster) {
+  readonly #cluster: DispatchTarget;
+  constructor(cluster: DispatchTarget) {
     super();
     this.#cluster = cluster;
   }

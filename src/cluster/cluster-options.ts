@@ -14,7 +14,9 @@ import { type Input, opt, type Parsed, parseOptions } from '../core/options.js';
 import type { Random } from '../core/random.js';
 import type { EndpointSource } from '../discovery/endpoint-source.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
-import type { RetryReason } from './retry-policy.js';
+import type { RequestOutcome, RetryReason } from './retry-policy.js';
+
+export type { RequestOutcome } from './retry-policy.js';
 
 type PemInput = string | Buffer | readonly (string | Buffer)[];
 
@@ -130,19 +132,6 @@ export interface ClusterObserver {
   connectionClosed?(cluster: string, endpoint: string, reason: CloseReason): void;
   ejected?(cluster: string, endpoint: string, durationMs: number): void;
 }
-
-/** How a request to an endpoint ended. */
-export type RequestOutcome =
-  /** A response below 500 (or an upgrade). */
-  | 'success'
-  /** A 5xx response. */
-  | 'http-error'
-  /** The connection could not be made (nothing was sent). */
-  | 'connect-failure'
-  /** The connection failed after the request started. */
-  | 'transport-error'
-  /** The caller aborted. */
-  | 'aborted';
 
 const isRandom = (v: unknown): v is Random =>
   isObject(v) && typeof v.next === 'function' && typeof v.int === 'function';

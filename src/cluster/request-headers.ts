@@ -1,7 +1,8 @@
 /**
  * Header helpers for routed requests. undici accepts headers as an object, a flat
  * `[name, value, ...]` array or an iterable of pairs; `withHost` returns headers that carry a
- * `host` header (the caller's own one is kept) without mutating the caller's headers.
+ * `host` header (the caller's own one is kept) without mutating the caller's headers, and
+ * `ServiceAuthority` gives the `Host` a request to an endpoint keeps: the Service's.
  */
 import type { Dispatcher } from 'undici';
 
@@ -74,4 +75,41 @@ export function forEndpoint(
     (sent as { servername?: string }).servername = servername;
   }
   return sent;
+}
+
+type Origin = Dispatcher.DispatchOptions['origin'];
+
+/** True for an `https:` origin (a string or a URL). */
+export function isHttpsOrigin(origin: Origin): boolean {
+  return typeof origin === 'string'
+    ? origin.charCodeAt(4) === 115 /* "https:" */
+    : origin !== undefined && origin.protocol === 'https:';
+}
+
+/**
+ * The authority a request keeps as `Host` when it goes to an endpoint: the configured one, else
+ * its origin's host, else the cluster's name. Cached for the last origin seen (a cluster's
+ * requests nearly always share one).
+ *
+ * @example
+ * new ServiceAuthority(undefined, 'svc:80').of('http://web.prod.svc:8080') // 'web.prod.svc:8080'
+ */
+export class ServiceAuthority {
+  readonly #configured: string | undefined;
+  readonly #fallback: string;
+  #lastOrigin: unknown;
+  #last = '';
+
+  constructor(configured: string | undefined, fallback: string) {
+    this.#configured = configured;
+    this.#fallback = fallback;
+  }
+
+  of(origin: Origin): string {
+    if (origin !== this.#lastOrigin) {
+      this.#lastOrigin = origin;
+      this.#last = this.#configured ?? (origin === undefined ? this.#fallback : new URL(origin).host);
+    }
+    return this.#last;
+  }
 }

@@ -19,7 +19,18 @@
  *   method with a replayable body and only while the caller has seen nothing of a response;
  * - an abort by the caller is never retried.
  */
-import type { RequestOutcome } from './cluster-options.js';
+/** How a request to an endpoint ended. */
+export type RequestOutcome =
+  /** A response below 500 (or an upgrade). */
+  | 'success'
+  /** A 5xx response. */
+  | 'http-error'
+  /** The connection could not be made (nothing was sent). */
+  | 'connect-failure'
+  /** The connection failed after the request started. */
+  | 'transport-error'
+  /** The caller aborted. */
+  | 'aborted';
 
 /** Error codes that mean "the connection could not be made; nothing was sent". */
 export const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([

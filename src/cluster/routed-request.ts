@@ -1,12 +1,14 @@
 /**
- * One request on its way through a `Cluster`: an undici handler (legacy callback style, the
- * style undici's `Client` runs natively) wrapped around the caller's handler. It tells the
- * cluster when the request leaves an endpoint and how (success, 5xx, connect failure,
- * transport error, abort) and asks the cluster's `RetryPolicy` whether to try again
- * (connect failures, a kept-alive connection that failed before any answer, `retryOn`
- * statuses within `retryIdempotent`; see `retry-policy.ts`).
+ * One request on its way through a `Cluster`: a controller-style undici handler (the style
+ * undici 7 defines; its `Client` adapts it to its own internals) wrapped around the caller's
+ * handler, already in controller style (`controllerHandler`). It tells the cluster when the
+ * request leaves an endpoint and how (success, 5xx, connect failure, transport error, abort)
+ * and asks the cluster's `RetryPolicy` whether to try again (connect failures, a kept-alive
+ * connection that failed before any answer, `retryOn` statuses within `retryIdempotent`; see
+ * `retry-policy.ts`).
  *
- * The caller's handler sees exactly one outcome; a swallowed 5xx body is discarded.
+ * The caller's handler sees one `RequestController` for the whole request, whatever attempt
+ * carries it, and exactly one outcome; a swallowed 5xx body is discarded.
  */
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -14,31 +16,20 @@ import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { PooledConnection, PoolRequest } from '../pool/endpoint-pool.js';
 import type { RequestOutcome } from './cluster-options.js';
+import { RequestController } from './request-controller.js';
 import {
   type AttemptFailure,
   classifyFailure,
-  IDEMPOTENT,
   isReplayable,
   noRetries,
   outcomeOf,
-  RETRY_STATUS,
   type RetryPolicy,
   type RetryReason,
   type RetryState,
 } from './retry-policy.js';
 
-/** The handler style undici's Client calls. */
-export interface LegacyHandler {
-  onConnect(abort: (err?: Error) => void, context?: unknown): void;
-  onError(err: Error): void;
-  onUpgrade?(statusCode: number, headers: Buffer[] | string[] | null, socket: Duplex): void;
-  onResponseStarted?(): void;
-  onHeaders?(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean;
-  onData?(chunk: Buffer): boolean;
-  onComplete?(trailers: string[] | Buffer[] | null): void;
-  onBodySent?(chunkSize: number, totalBytesSent?: number): void;
-  onRequestSent?(): void;
-}
+type Controller = Dispatcher.DispatchController;
+type Headers = Parameters<NonNullable<Dispatcher.DispatchHandler['onResponseStart']>>[2];
 
 /**
  * What a routed request needs from its cluster (the cluster implements it; the name says whose
@@ -59,14 +50,14 @@ export interface RoutedRequestHost {
   readonly retryPolicy: RetryPolicy;
 }
 
-// The proxy's HTTP/1.1 path reads these from here.
-export { IDEMPOTENT, RETRY_STATUS };
-
-export class RoutedRequest implements PoolRequest, LegacyHandler {
+export class RoutedRequest implements PoolRequest {
   readonly host: RoutedRequestHost;
   readonly opts: Dispatcher.DispatchOptions;
-  readonly handler: LegacyHandler;
+  /** The caller's handler, in controller style. */
+  readonly handler: Dispatcher.DispatchHandler;
   readonly https: boolean;
+  /** What the caller's handler is given: one controller for every attempt. */
+  readonly controller = new RequestController();
   connection: PooledConnection | undefined = undefined;
   /** The endpoint of the current attempt (legacy mode: known once the connection is dialled). */
   endpoint: Endpoint | undefined = undefined;
@@ -74,8 +65,6 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   startMs = 0;
   /** Endpoint to avoid on the next pick (the one that just failed). */
   exclude: string | undefined = undefined;
-  /** The pending discovery timer, while waiting for a first endpoint snapshot. */
-  waitTimer: { cancel(): void } | undefined = undefined;
   #attemptOpen = false;
   #connected = false;
   #responded = false;
@@ -87,7 +76,12 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   #retries: Record<RetryReason, number> | undefined;
   #done = false;
 
-  constructor(host: RoutedRequestHost, opts: Dispatcher.DispatchOptions, handler: LegacyHandler, https: boolean) {
+  constructor(
+    host: RoutedRequestHost,
+    opts: Dispatcher.DispatchOptions,
+    handler: Dispatcher.DispatchHandler,
+    https: boolean,
+  ) {
     this.host = host;
     this.opts = opts;
     this.handler = handler;
@@ -120,7 +114,7 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   fail(err: Error): void {
     if (this.#done) return;
     this.#done = true;
-    this.handler.onError(err);
+    this.handler.onResponseError?.(this.controller, err);
   }
 
   reroute(): void {
@@ -130,35 +124,36 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
     this.host.route(this);
   }
 
-  onConnect(abort: (err?: Error) => void, context?: unknown): void {
+  onRequestStart(controller: Controller, context: unknown): void {
     this.#connected = true;
     if (!this.#attemptOpen) this.host.bind(this);
-    this.handler.onConnect(abort, context);
+    this.controller.attach(controller);
+    this.handler.onRequestStart?.(this.controller, context);
   }
 
+  /** Response bytes began to arrive (undici 7 calls it before the head is parsed). */
   onResponseStarted(): void {
     if (!this.#swallowing) this.handler.onResponseStarted?.();
   }
 
-  onHeaders(statusCode: number, headers: Buffer[], resume: () => void, statusText: string): boolean {
+  onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
     if (statusCode >= 500 && this.host.retryPolicy.retriesStatus(statusCode, this.#state)) {
       this.#statusCode = statusCode;
       this.#swallowing = true;
-      return true;
+      return;
     }
     if (statusCode >= 200) {
       this.#statusCode = statusCode;
       this.#responded = true;
     }
-    return this.handler.onHeaders?.(statusCode, headers, resume, statusText) ?? true;
+    this.handler.onResponseStart?.(this.controller, statusCode, headers, statusMessage);
   }
 
-  onData(chunk: Buffer): boolean {
-    if (this.#swallowing) return true;
-    return this.handler.onData?.(chunk) ?? true;
+  onResponseData(_controller: Controller, chunk: Buffer): void {
+    if (!this.#swallowing) this.handler.onResponseData?.(this.controller, chunk);
   }
 
-  onComplete(trailers: string[] | Buffer[] | null): void {
+  onResponseEnd(_controller: Controller, trailers: Headers): void {
     if (this.#swallowing) {
       this.#swallowing = false;
       this.#end('http-error', true);
@@ -175,25 +170,17 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
     }
     this.#end(this.#statusCode >= 500 ? 'http-error' : 'success', true);
     this.#done = true;
-    this.handler.onComplete?.(trailers);
+    this.handler.onResponseEnd?.(this.controller, trailers);
   }
 
-  onUpgrade(statusCode: number, headers: Buffer[] | string[] | null, socket: Duplex): void {
+  onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Duplex): void {
     this.#responded = true;
     this.#end('success', false);
     this.#done = true;
-    this.handler.onUpgrade?.(statusCode, headers, socket);
+    this.handler.onRequestUpgrade?.(this.controller, statusCode, headers, socket);
   }
 
-  onBodySent(chunkSize: number, totalBytesSent?: number): void {
-    this.handler.onBodySent?.(chunkSize, totalBytesSent);
-  }
-
-  onRequestSent(): void {
-    this.handler.onRequestSent?.();
-  }
-
-  onError(err: Error): void {
+  onResponseError(_controller: Controller, err: Error): void {
     if (this.#done) return;
     if (!this.#attemptOpen && this.connection?.endpoint !== undefined) this.host.bind(this);
     const failure = classifyFailure(err, this.#connected, this.reused);
@@ -235,6 +222,6 @@ export class RoutedRequest implements PoolRequest, LegacyHandler {
   #finish(err: Error): void {
     if (this.#done) return;
     this.#done = true;
-    this.handler.onError(err);
+    this.handler.onResponseError?.(this.controller, err);
   }
 }

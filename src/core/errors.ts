@@ -15,6 +15,8 @@ export const ErrorCodes = {
   INVALID_FEATURE_GATE: 'EVENLB_INVALID_FEATURE_GATE',
   /** A configuration file failed validation. */
   INVALID_CONFIG: 'EVENLB_INVALID_CONFIG',
+  /** A listening socket could not be bound (address in use, not this machine's, privileged port). */
+  LISTEN_FAILED: 'EVENLB_LISTEN_FAILED',
   /** A balancing policy name is not registered. */
   UNKNOWN_POLICY: 'EVENLB_UNKNOWN_POLICY',
   /** A route has no eligible endpoint (none known, none ready, or all ejected). */

@@ -25,6 +25,7 @@ import { registeredPolicies } from '../balancing/policy.js';
 import { parseHerdingGuardOptions } from '../balancing/shaping/herding-guard.js';
 import { parseZoneRoutingOptions } from '../balancing/shaping/zone-preference.js';
 import { balancerShaping, clusterSettingsSpec } from '../cluster/cluster-options.js';
+import { DEFAULT_GRPC_FAILURE_CODES } from '../cluster/grpc-outcome.js';
 import { type EvenlbError, isEvenlbError } from '../core/errors.js';
 import { type Input, opt, optionError, type Parsed, parseOptions } from '../core/options.js';
 import type { TypedLoadBalancingConfig } from './grpc-module.js';
@@ -32,8 +33,11 @@ import type { TypedLoadBalancingConfig } from './grpc-module.js';
 /** The name the policy is registered under in grpc-js. */
 export const EVENLB_POLICY_NAME = 'evenlb';
 
-/** gRPC status codes counted as endpoint failures by default: UNKNOWN, DEADLINE_EXCEEDED, INTERNAL, UNAVAILABLE, DATA_LOSS. */
-export const DEFAULT_FAILURE_CODES: readonly number[] = Object.freeze([2, 4, 13, 14, 15]);
+/**
+ * gRPC status codes counted as endpoint failures by default: UNKNOWN, DEADLINE_EXCEEDED,
+ * INTERNAL, UNAVAILABLE, DATA_LOSS — the one rule the proxy's HTTP/2 path counts by too.
+ */
+export const DEFAULT_FAILURE_CODES: readonly number[] = DEFAULT_GRPC_FAILURE_CODES;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const METADATA_KEY = /^[0-9a-z_.-]+$/;
@@ -65,7 +69,10 @@ export const grpcBalancingSpec = {
     (v): v is string => typeof v === 'string' && METADATA_KEY.test(v),
     { default: 'x-evenlb-hash-key' },
   ),
-  /** gRPC status codes that count as an endpoint failure (outlier detection, error counts). */
+  /**
+   * gRPC status codes that count as an endpoint failure (outlier detection, error counts), by
+   * the shared rule `grpcOutcome`; default `DEFAULT_FAILURE_CODES`.
+   */
   failureCodes: opt.custom<readonly number[], { default: readonly number[] }>(
     'an array of gRPC status codes (integers 1-16)',
     (v): v is readonly number[] =>

@@ -1,96 +1,70 @@
 /**
- * The picker the `evenlb` policy publishes to grpc-js. Each call is picked by evenlb's `Balancer`
- * picker (the same engine as the client, the proxy and the simulator); the chosen endpoint's
- * subchannel comes from its leaf's own picker, and the pick result carries the hooks that count
- * the call in the endpoint's load record (`CallTracker`).
+ * The picker the `evenlb` policy publishes to grpc-js. Every call takes an attempt from the
+ * channel's `Cluster` — the balancer, load records, outlier detection and stats every other
+ * transport uses — among the endpoints whose subchannel is connected
+ * (`ClusterInternals.acquireUsable`: the balancer's pick, else the balancer asked again
+ * without it; nothing picks around it). The chosen endpoint's subchannel comes from its
+ * leaf's own picker, and the pick result carries the hooks that start and end the call's
+ * attempt (`PickedCalls`).
  *
  * Immutable like grpc-js pickers: the policy publishes a new one whenever the endpoint set, a
- * subchannel's connectivity or an ejection changes. Hash policies hash the value of one call
- * metadata key (`hashHeader`); a call without it is placed at random.
+ * subchannel's connectivity or the balancer's picker changes. When the balancer offers only
+ * endpoints that are not connected yet, calls wait in grpc-js's queue for the next picker; when
+ * it offers none (every endpoint ejected, none ready), they fail with UNAVAILABLE naming why.
+ * Hash policies hash the value of one call-metadata key (`hashHeader`); a call without it is
+ * placed at random.
  */
-
-import type { EndpointLoad } from '../balancing/endpoint-load.js';
-import { hashKey, type PickContext, type Picker } from '../balancing/picker.js';
-import type { EndpointEntry } from '../cluster/endpoint-entry.js';
-import type { CallTracker } from './call-tracker.js';
+import { hashKey } from '../balancing/picker.js';
+import type { ClusterInternals } from '../cluster/cluster-internals.js';
+import { EvenlbError } from '../core/errors.js';
 import type { GrpcModule, GrpcPicker, PickArgs, PickResult } from './grpc-module.js';
-
-/** What the picker needs of one connected endpoint. */
-export interface ConnectedEndpoint {
-  readonly picker: GrpcPicker;
-  readonly entry: EndpointEntry;
-  /** The endpoint's load record (for fallback picks, which bypass the balancer). */
-  readonly load: EndpointLoad;
-}
+import type { PickedCalls } from './picked-calls.js';
 
 export interface EvenlbPickerParts {
   readonly grpc: GrpcModule;
-  /** evenlb's picker; it offers only connected endpoints (the others are excluded). */
-  readonly picker: Picker;
-  /** Connected endpoints by key. */
-  readonly connected: ReadonlyMap<string, ConnectedEndpoint>;
-  readonly tracker: CallTracker;
+  /** The channel's cluster. */
+  readonly cluster: ClusterInternals;
+  readonly calls: PickedCalls;
+  /** The subchannel picker of each connected endpoint, by key. */
+  readonly connected: ReadonlyMap<string, GrpcPicker>;
   /** Metadata key to hash, for hash policies only. */
   readonly hashHeader: string | undefined;
-  /** Reused per pick (hash and exclusion); owned by the policy. */
-  readonly context: PickContext;
 }
 
 export class EvenlbPicker implements GrpcPicker {
   readonly #parts: EvenlbPickerParts;
   readonly #complete: number;
-  /** Connected keys, for the case the balancer offers nothing (every connected endpoint ejected). */
-  readonly #fallback: readonly string[];
-  #next = 0;
+  readonly #usable: (endpointKey: string) => boolean;
 
   constructor(parts: EvenlbPickerParts) {
     this.#parts = parts;
     this.#complete = parts.grpc.experimental.PickResultType.COMPLETE;
-    this.#fallback = [...parts.connected.keys()];
+    const connected = parts.connected;
+    this.#usable = (key) => connected.has(key);
   }
 
   pick(args: PickArgs): PickResult {
     const parts = this.#parts;
-    const ctx = parts.context;
+    let hash: number | undefined;
     if (parts.hashHeader !== undefined) {
-      const values = args.metadata.get(parts.hashHeader);
-      const v = values[0];
-      ctx.hash = v === undefined ? undefined : hashKey(typeof v === 'string' ? v : v.toString('latin1'));
+      const v = args.metadata.get(parts.hashHeader)[0];
+      if (v !== undefined) hash = hashKey(typeof v === 'string' ? v : v.toString('latin1'));
     }
-    const picked = parts.picker.pick(ctx);
-    let key: string;
-    let connected: ConnectedEndpoint | undefined;
-    let fellBack = false;
-    if (picked.type === 'picked') {
-      key = picked.endpoint.key;
-      connected = parts.connected.get(key);
-    } else {
-      key = '';
+    const attempt = parts.cluster.acquireUsable(this.#usable, hash);
+    if (attempt === undefined) return this.#queue();
+    if (attempt instanceof EvenlbError) {
+      return new parts.grpc.experimental.UnavailablePicker({
+        code: parts.grpc.status.UNAVAILABLE,
+        details: attempt.message,
+      }).pick(args);
     }
-    if (connected === undefined) {
-      // Outlier detection ejected every connected endpoint, or the pick's subchannel is not
-      // connected (yet): keep serving on a connected one rather than fail or wait.
-      key = this.#fallback[this.#next++ % this.#fallback.length] ?? '';
-      connected = parts.connected.get(key);
-      fellBack = true;
+    const inner = (parts.connected.get(attempt.endpoint.key) as GrpcPicker).pick(args);
+    if (inner.pickResultType !== this.#complete) {
+      attempt.withdraw();
+      return inner;
     }
-    if (connected === undefined) {
-      return {
-        pickResultType: parts.grpc.experimental.PickResultType.QUEUE,
-        subchannel: null,
-        status: null,
-        onCallStarted: null,
-        onCallEnded: null,
-      };
-    }
-    const inner = connected.picker.pick(args);
-    if (inner.pickResultType !== this.#complete) return inner;
-    const tracker = parts.tracker;
-    const ticket = tracker.begin(
-      key,
-      picked.type === 'picked' && !fellBack ? picked.load : connected.load,
-      connected.entry,
-    );
+    const calls = parts.calls;
+    const call = calls.picked(attempt);
     const innerStarted = inner.onCallStarted;
     const innerEnded = inner.onCallEnded;
     return {
@@ -99,18 +73,28 @@ export class EvenlbPicker implements GrpcPicker {
       status: null,
       onCallStarted:
         innerStarted === null
-          ? () => tracker.started(ticket)
+          ? () => calls.started(call)
           : () => {
-              tracker.started(ticket);
+              calls.started(call);
               innerStarted();
             },
       onCallEnded:
         innerEnded === null
-          ? (code) => tracker.ended(ticket, code)
+          ? (code) => calls.ended(call, code)
           : (code, details, metadata) => {
-              tracker.ended(ticket, code);
+              calls.ended(call, code);
               innerEnded(code, details, metadata);
             },
+    };
+  }
+
+  #queue(): PickResult {
+    return {
+      pickResultType: this.#parts.grpc.experimental.PickResultType.QUEUE,
+      subchannel: null,
+      status: null,
+      onCallStarted: null,
+      onCallEnded: null,
     };
   }
 }

@@ -27,9 +27,8 @@ import { opt, parseOptions } from '../core/options.js';
 import { createRandom, type Random } from '../core/random.js';
 import { ClientMetrics, type MetricsRegistry } from '../metrics/client-metrics.js';
 import { EVENLB_POLICY_NAME, EvenlbLoadBalancingConfig, parseGrpcBalancingConfig } from './balancing-config.js';
-import type { BalancerContext } from './balancing-engine.js';
 import type { ChannelStats, GrpcStats } from './channel-stats.js';
-import { EvenlbLoadBalancer } from './evenlb-load-balancer.js';
+import { EvenlbLoadBalancer, type PolicyContext } from './evenlb-load-balancer.js';
 import { type ChannelControlHelper, type GrpcModule, isGrpcModule } from './grpc-module.js';
 import { createResolverClass } from './grpc-resolver.js';
 import { SharedSources } from './shared-sources.js';
@@ -154,7 +153,7 @@ export function registerGrpc(grpc: GrpcModule, options: GrpcRegistrationOptions 
     await sources.close();
   }
 
-  const context: BalancerContext = {
+  const context: PolicyContext = {
     grpc,
     clock,
     random: o.random ?? createRandom(),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Cluster } from '../cluster/cluster.js';
+import { clusterInternals } from '../cluster/cluster-internals.js';
 import { ManualClock } from '../core/clock.js';
 import { SeededRandom } from '../core/random.js';
 import { bucketQuantileMs, LATENCY_BUCKETS_S, ProxyMetrics, proxyMetricNames } from './proxy-metrics.js';
@@ -15,14 +16,14 @@ async function setup() {
   });
   await cluster.whenDiscovered();
   // Three connections a transport opened to the first endpoint: the cluster's stats count them.
-  for (let i = 0; i < 3; i++) cluster.noteConnection('10.0.0.1:80', 'opened');
+  for (let i = 0; i < 3; i++) clusterInternals(cluster).noteConnection('10.0.0.1:80', 'opened');
   const view = { name: 'web', stats: () => cluster.stats() };
   const metrics = new ProxyMetrics(() => [view], { windowMs: 10_000, clock, processMetrics: false });
   const close = async () => {
     metrics.close();
     await cluster.destroy();
   };
-  return { clock, balancer: cluster.balancer, metrics, close };
+  return { clock, balancer: clusterInternals(cluster).balancer, metrics, close };
 }
 
 describe('ProxyMetrics', () => {

@@ -24,7 +24,7 @@ import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { Shutdown } from '../core/shutdown.js';
 import type { CloseReason, ConnectionLife, LifetimePolicy } from './lifetime-policy.js';
 
-/** A request the pool can run: a legacy-style undici handler that knows its own options. */
+/** A request the pool can run: a controller-style undici handler that knows its own options. */
 export interface PoolRequest extends Dispatcher.DispatchHandler {
   readonly opts: Dispatcher.DispatchOptions;
   /** Set by the pool when the request is assigned to a connection. */
@@ -33,6 +33,8 @@ export interface PoolRequest extends Dispatcher.DispatchHandler {
   reused?: boolean;
   /** The pool will not run this request (it is draining): send it somewhere else. */
   reroute(): void;
+  /** The pool will never run this request (it was destroyed): fail it with `err`. */
+  fail(err: Error): void;
 }
 
 export interface EndpointPoolEvents {
@@ -216,7 +218,7 @@ export class EndpointPool {
     return this.#shutdown.destroy(async () => {
       this.#draining = true;
       const error = err ?? new EvenlbError(ErrorCodes.CLOSED, `connection pool for ${this.origin} was destroyed`);
-      for (const r of this.#queue.splice(0)) r.onError?.(error);
+      for (const r of this.#queue.splice(0)) r.fail(error);
       await Promise.all(
         [...this.#connections].map((c) => {
           if (!c.retiring) this.#active--;

@@ -77,6 +77,8 @@ export class AdminServer {
       });
     });
     this.#server.keepAliveTimeout = 5000;
+    // After listen(), an 'error' is a failed accept: the prober retries, the process must not die.
+    this.#server.on('error', () => {});
   }
 
   async #handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {

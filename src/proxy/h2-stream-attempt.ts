@@ -7,7 +7,9 @@
 import http2 from 'node:http2';
 import type { Attempt } from '../cluster/attempt.js';
 import type { Cluster } from '../cluster/cluster.js';
+import { clusterInternals } from '../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../cluster/cluster-options.js';
+import { grpcOutcome, grpcStatusOf } from '../cluster/grpc-outcome.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { H2SessionLease, H2SessionPool } from '../pool/h2-session-pool.js';
 
@@ -26,7 +28,7 @@ export interface Connected {
  * allows; nothing was sent, so any method may go again); the error says why there is none.
  */
 export async function connectStream(cluster: Cluster, pool: H2SessionPool, method: string): Promise<Connected | Error> {
-  let next: Attempt | EvenlbError = cluster.acquire();
+  let next: Attempt | EvenlbError = clusterInternals(cluster).acquire();
   for (;;) {
     if (next instanceof EvenlbError) return next;
     const attempt = next;
@@ -47,8 +49,11 @@ export async function connectStream(cluster: Cluster, pool: H2SessionPool, metho
   }
 }
 
-/** The outcome of a stream that closed with `rstCode` after `status` (0: no response) and `grpc-status`. */
+/**
+ * The outcome of a stream that closed with `rstCode` after `status` (0: no response) and
+ * `grpc-status` (the gRPC policy's rule, `grpcOutcome`, with the default failure codes).
+ */
 export function streamOutcome(rstCode: number, status: number, grpcStatus: unknown): RequestOutcome {
   if (rstCode !== NGHTTP2_NO_ERROR || status === 0) return 'transport-error';
-  return status >= 500 || grpcStatus === '14' ? 'http-error' : 'success';
+  return status >= 500 ? 'http-error' : grpcOutcome(grpcStatusOf(grpcStatus));
 }

@@ -32,8 +32,9 @@ import { forwardRequestToH2, forwardStreamToH2 } from './h2-upstream-exchange.js
 import { upstreamRequestHeaders } from './hop-headers.js';
 import { type AccessEntry, type Http1Context, Http1Downstream } from './http1/downstream-connection.js';
 import { Http1ResponseExchange, Http2ResponseExchange } from './http1-upstream-exchange.js';
+import type { ListenerBinding } from './listener-binding.js';
 import { ListenerRecycling } from './listener-recycling.js';
-import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
+import { ListenerSockets } from './listener-sockets.js';
 import { ListenerTls } from './listener-tls.js';
 import { rawReply, replyHttp1, replyHttp2 } from './local-reply.js';
 import type { ProxyCluster } from './proxy-cluster.js';
@@ -85,6 +86,7 @@ export class L7Listener {
   readonly #fastContext: Http1Context;
   readonly #sweepMs: number;
   #sweep: TimerHandle | undefined;
+  #binding: ListenerBinding | undefined;
   readonly #shutdown = new Shutdown();
 
   constructor(config: ListenerConfig, deps: L7ListenerDeps) {
@@ -136,7 +138,6 @@ export class L7Listener {
     } else {
       this.#front = net.createServer({ noDelay: true }, (socket) => this.#sniff(socket));
     }
-    if (limits.maxConnections > 0) this.#front.maxConnections = limits.maxConnections;
     // Downstream recycling: age and request limits, fair-share shedding (listener-recycling.ts).
     this.#recycling = new ListenerRecycling(config, {
       h1: this.#h1,
@@ -183,11 +184,9 @@ export class L7Listener {
 
   /** Serves an HTTP/1.1 connection on the proxy's own data path; `head` = bytes already read. */
   #serveHttp1(socket: Socket, head: Buffer | undefined): void {
-    if (this.#shutdown.closed) {
-      socket.destroy();
-      return;
-    }
     const conn = new Http1Downstream(socket, this.#fastContext);
+    // Accepted before this listener began to drain (a reload replaced it): served, then closed.
+    if (this.#shutdown.closed) conn.retire();
     this.#fast.add(conn);
     if (this.#sweep === undefined) this.#armSweep();
     conn.start(head);
@@ -212,11 +211,12 @@ export class L7Listener {
     socket.resume();
   }
 
-  /** Starts listening; resolves with the bound port. */
-  async listen(): Promise<number> {
-    const port = await listenAt(this.#front, this.config.address);
+  /** Serves what `binding` accepts (the proxy's socket, handed over on reload); returns its port. */
+  listen(binding: ListenerBinding): number {
+    this.#binding = binding;
+    binding.serve((socket) => this.#front.emit('connection', socket), this.config.limits.maxConnections);
     this.#recycling.start();
-    return port;
+    return binding.port;
   }
 
   /** Its downstream recycling: fair-share figures, and ending shedding before a replacement binds. */
@@ -225,7 +225,7 @@ export class L7Listener {
   }
 
   get port(): number {
-    return boundPort(this.#front);
+    return this.#binding?.port ?? 0;
   }
 
   /**

@@ -15,7 +15,9 @@
  *
  * It also answers "why can nothing be picked" for 503 replies.
  */
+import type { Balancer } from '../balancing/balancer.js';
 import { Cluster } from '../cluster/cluster.js';
+import { clusterInternals } from '../cluster/cluster-internals.js';
 import type { ClusterObserver, ClusterOptions } from '../cluster/cluster-options.js';
 import type { ClusterStats } from '../cluster/cluster-stats.js';
 import type { Clock } from '../core/clock.js';
@@ -107,8 +109,8 @@ export class ProxyCluster {
         clock,
         ...(tls === undefined ? {} : { tls }),
         // Sessions count as the endpoints' open connections in the cluster's stats.
-        onSessionChange: (key, change) => this.cluster.noteConnection(key, change),
-        onEligibleChange: (listener) => this.cluster.onEligibleChange(listener),
+        onSessionChange: (key, change) => clusterInternals(this.cluster).noteConnection(key, change),
+        onEligibleChange: (listener) => clusterInternals(this.cluster).onEligibleChange(listener),
       });
     }
   }
@@ -137,8 +139,8 @@ export class ProxyCluster {
     new ForwardedRequest(this, h1, req, target).start();
   }
 
-  get balancer(): Cluster['balancer'] {
-    return this.cluster.balancer;
+  get balancer(): Balancer {
+    return clusterInternals(this.cluster).balancer;
   }
 
   get source(): EndpointSource {
@@ -155,11 +157,11 @@ export class ProxyCluster {
    * the current picker and discovery status.
    */
   unavailableReason(): string | undefined {
-    if (this.cluster.balancer.picker.endpoints.length > 0) return undefined;
+    if (this.balancer.picker.endpoints.length > 0) return undefined;
     const status = this.cluster.source.snapshot().status;
     if (status.state === 'not-found') return 'service-not-found';
     if (status.state === 'pending') return 'discovery-pending';
-    const set = this.cluster.balancer.endpointSet;
+    const set = this.balancer.endpointSet;
     if (set.size === 0) return 'no-endpoints';
     return set.eligible().length === 0 ? 'none-ready' : 'all-ejected';
   }

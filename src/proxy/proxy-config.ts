@@ -2,7 +2,8 @@
  * Loading the proxy configuration: YAML (or JSON) text or CLI flags → a validated, frozen
  * `ProxyConfig` with every default filled in. Validation runs once per load: the JSON schema
  * (ajv) first, then the checks a schema cannot express (a route names a known cluster, a
- * policy is registered, a target URI parses, TLS files exist). Every failure is an
+ * policy is registered, a target URI parses, TLS files exist), then the cross-field constraints
+ * of `config-constraints.ts` (ordered deadlines, ports, PEM contents). Every failure is an
  * `EVENLB_INVALID_CONFIG` error whose message names the field (`clusters[0].policy`) and the
  * expected value; nothing is started from an invalid configuration.
  */
@@ -10,11 +11,13 @@ import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { ensureBuiltinPolicies, getPolicy, registeredPolicies } from '../balancing/index.js';
-import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { parseOptions } from '../core/options.js';
 import { parseTarget } from '../core/target.js';
 import { fairShareSpec } from '../server/fair-share/fair-share-options.js';
 import { checkClusterConfig, withClusterDefaults } from './cluster-config-fields.js';
+import { checkConstraints } from './config-constraints.js';
+import { configError } from './config-error.js';
 import type {
   ClusterConfig,
   ListenerConfig,
@@ -24,6 +27,7 @@ import type {
   RouteConfig,
 } from './config-schema.js';
 import { proxyConfigSchema } from './config-schema.js';
+import { parseAddress } from './listen-address.js';
 
 export const defaultListenerLimits: ListenerLimits = Object.freeze({
   maxHeaderBytes: 16 * 1024,
@@ -69,13 +73,6 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
-}
-
-function configError(field: string, message: string, received?: unknown): EvenlbError {
-  const tail = received === undefined ? '' : `; received ${describeValue(received)}`;
-  return new EvenlbError(ErrorCodes.INVALID_CONFIG, `proxy config: "${field}" ${message}${tail}`, {
-    details: { field },
-  });
 }
 
 /** `/listeners/0/protocol` → `listeners[0].protocol`. */
@@ -135,17 +132,6 @@ interface RawConfig {
   routes?: (Partial<RouteConfig> & { cluster: string })[];
 }
 
-function splitAddress(address: string): { host: string; port: number } {
-  const colon = address.lastIndexOf(':');
-  const host = address.slice(0, colon).replace(/^\[(.*)\]$/, '$1');
-  return { host, port: Number(address.slice(colon + 1)) };
-}
-
-/** Splits `host:port` (IPv6 in brackets) from a validated listener or admin address. */
-export function parseAddress(address: string): { host: string; port: number } {
-  return splitAddress(address);
-}
-
 /**
  * Validates a parsed configuration object and fills defaults.
  *
@@ -196,7 +182,7 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
     const at = `listeners[${i}]`;
     if (addresses.has(l.address)) throw configError(`${at}.address`, 'must be unique', l.address);
     if (!l.address.endsWith(':0')) addresses.add(l.address);
-    if (splitAddress(l.address).port > 65535)
+    if (parseAddress(l.address).port > 65535)
       throw configError(`${at}.address`, 'must have a port <= 65535', l.address);
     if (protocol === 'https') {
       if (l.tls === undefined) throw configError(`${at}.tls`, 'is required for protocol "https" (cert and key files)');
@@ -292,7 +278,7 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
           });
         });
 
-  return Object.freeze({
+  const config: ProxyConfig = Object.freeze({
     ...(raw.admin === undefined ? {} : { admin: Object.freeze({ ...raw.admin }) }),
     accessLog: raw.accessLog ?? false,
     logLevel: raw.logLevel ?? 'info',
@@ -302,6 +288,9 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
     clusters: Object.freeze(clusters),
     routes: Object.freeze(routes),
   });
+  // What must hold between fields (and with the machine) for every part to start.
+  checkConstraints(input, config);
+  return config;
 }
 
 function readable(field: string, path: string): void {

@@ -1,10 +1,17 @@
 /**
  * `ProxyServer`: the running proxy built from a validated `ProxyConfig` — clusters (discovery +
  * balancer + upstream transport), the route table, L7 and L4 listeners, the admin listener and
- * the metrics. `reload(config)` swaps in a new configuration without dropping connections:
- * unchanged clusters and listeners are kept as they are, new ones start, removed ones drain;
- * requests read the route table once, so each sees either the old or the new one. A reload
- * that fails (a listener cannot bind, a source cannot open) keeps the running configuration.
+ * the metrics. A reload is a transaction (`#apply`): everything new is started, bound and built
+ * before anything running changes, then one synchronous step commits it; a reload that fails
+ * at any point (a bind error, an unreadable certificate) leaves every running listener and
+ * cluster as it was. Unchanged clusters and listeners are kept as they are; a changed listener
+ * on the same address takes over the running socket (`ListenerBinding`: Node 20 has no
+ * SO_REUSEPORT, so the socket stays bound and only who serves its connections changes), so not
+ * one connection is refused across the reload; replaced listeners drain. What a reload compares
+ * against is what runs — each running listener's and cluster's configuration and its socket's
+ * health — never the last file read. Requests read the route table once, so each sees either the
+ * old or the new one. `/readyz` is ready only while every configured listener is bound and
+ * accepting (and discovery has answered).
  *
  * @example
  * const proxy = await ProxyServer.start(configFromFlags({ listen: '127.0.0.1:8080', upstream: 'static:///127.0.0.1:9000' }));
@@ -13,6 +20,7 @@
  */
 import { destination, type Logger, pino } from 'pino';
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { type ClusterView, ProxyMetrics } from '../metrics/proxy-metrics.js';
@@ -20,6 +28,8 @@ import type { FairShareStats } from '../server/fair-share/fair-share-shedder.js'
 import { AdminServer } from './admin-server.js';
 import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config-schema.js';
 import { L7Listener, type L7State } from './l7-listener.js';
+import { parseAddress } from './listen-address.js';
+import { descriptorProblem, ListenerBinding, listenError } from './listener-binding.js';
 import { ProxyCluster } from './proxy-cluster.js';
 import { RouteTable } from './route-table.js';
 import { TcpListener } from './tcp-listener.js';
@@ -49,6 +59,8 @@ export class ProxyServer {
   #config: ProxyConfig;
   #clusters = new Map<string, ProxyCluster>();
   #listeners = new Map<string, Listener>();
+  /** The bound socket each listener serves, by listener name (see listener-binding.ts). */
+  #bindings = new Map<string, ListenerBinding>();
   #state: L7State;
   #admin: AdminServer | undefined;
   /** The metrics-only admin listener (`admin.metricsAddress`), if any. */
@@ -78,14 +90,16 @@ export class ProxyServer {
   static async start(config: ProxyConfig, options: ProxyOptions = {}): Promise<ProxyServer> {
     const proxy = new ProxyServer(config, options);
     try {
-      await proxy.#apply(config, true);
+      await proxy.#apply(config);
       if (config.admin !== undefined) {
         proxy.#admin = new AdminServer({
           metrics: proxy.metrics,
           config: () => proxy.#config,
           notReady: () => proxy.#notReady(),
         });
-        await proxy.#admin.listen(config.admin.address);
+        await proxy.#admin.listen(config.admin.address).catch((err: unknown) => {
+          throw listenError('admin.address', config.admin?.address ?? '', err);
+        });
         if (config.admin.metricsAddress !== undefined) {
           proxy.#metricsAdmin = new AdminServer({
             metrics: proxy.metrics,
@@ -93,7 +107,10 @@ export class ProxyServer {
             notReady: () => proxy.#notReady(),
             scope: 'metrics',
           });
-          await proxy.#metricsAdmin.listen(config.admin.metricsAddress);
+          const address = config.admin.metricsAddress;
+          await proxy.#metricsAdmin.listen(address).catch((err: unknown) => {
+            throw listenError('admin.metricsAddress', address, err);
+          });
         }
       }
     } catch (err) {
@@ -144,8 +161,20 @@ export class ProxyServer {
     return [...this.#clusters.values()].map((c) => ({ name: c.name, stats: () => c.stats() }));
   }
 
+  /**
+   * Why the proxy should get no traffic, or undefined: shutting down, out of file descriptors
+   * (no listener can accept), a configured listener not bound and served, or a cluster's
+   * discovery not answered yet.
+   */
   #notReady(): string | undefined {
     if (this.#shutdown.closed) return 'shutting down';
+    const descriptors = descriptorProblem();
+    if (descriptors !== undefined) return `listeners cannot accept: ${descriptors}`;
+    for (const l of this.#config.listeners) {
+      const binding = this.#bindings.get(l.name);
+      const problem = binding === undefined ? 'not bound' : binding.problem();
+      if (problem !== undefined) return `listener ${l.name} (${l.address}): ${problem}`;
+    }
     const outside = this.#readiness?.notReady();
     if (outside !== undefined) return outside;
     for (const c of this.#clusters.values()) {
@@ -155,119 +184,151 @@ export class ProxyServer {
   }
 
   /**
-   * Applies `config`: starts new clusters and listeners first (so a failure leaves the old
-   * configuration running), then swaps the route table, then drains what is no longer used.
+   * Applies `config` as one transaction. Prepare: start the clusters that changed, bind the
+   * addresses no running binding covers, build the listeners that changed — nothing running is
+   * touched, and a failure undoes only what was prepared. Commit (one synchronous step): each
+   * listener takes its binding (a changed listener on a running address gets that address's
+   * socket, so no connection is refused), the route table swaps, and what is no longer used
+   * retires (replaced listeners drain, unused addresses stop accepting). What is compared is
+   * what runs: each running listener's and cluster's own configuration and binding health.
    */
-  async #apply(config: ProxyConfig, initial: boolean): Promise<void> {
-    const old = this.#config;
-    const keepCluster = (c: ClusterConfig): boolean => {
-      const prev = old.clusters.find((o) => o.name === c.name);
-      return !initial && prev !== undefined && same(prev, c) && this.#clusters.has(c.name);
-    };
-    const newClusters = new Map<string, ProxyCluster>();
+  async #apply(config: ProxyConfig): Promise<void> {
     const started: ProxyCluster[] = [];
-    const startedListeners: Listener[] = [];
+    const built: Listener[] = [];
+    const bound: ListenerBinding[] = [];
     try {
+      const clusters = new Map<string, ProxyCluster>();
       for (const c of config.clusters) {
-        if (keepCluster(c)) newClusters.set(c.name, this.#clusters.get(c.name) as ProxyCluster);
+        const running = this.#clusters.get(c.name);
+        if (running !== undefined && same(running.config, c)) clusters.set(c.name, running);
         else {
-          const cluster = new ProxyCluster(c, {
-            clock: this.#clock,
-            random: this.#random,
-            observer: {
-              requestEnded: (cluster, key, _outcome, ms) => this.metrics.observeUpstream(cluster, key, ms),
-              ejected: (cluster, key) => this.metrics.ejected(cluster, key),
-              retried: (cluster, reason) => this.metrics.retried(cluster, reason),
-            },
-          });
+          const cluster = this.#newCluster(c);
           started.push(cluster);
-          newClusters.set(c.name, cluster);
+          clusters.set(c.name, cluster);
         }
       }
-      // Wait for first discovery answers, but never forever: an unreachable API server must not
-      // keep the proxy from starting (requests wait or get 503 `discovery-pending`; /readyz says so).
-      let waitTimer: TimerHandle | undefined;
-      await Promise.race([
-        Promise.all(started.map((c) => c.ready())),
-        new Promise<void>((resolve) => {
-          waitTimer = this.#clock.setTimeout(resolve, DISCOVERY_WAIT_MS);
-        }),
-      ]);
-      waitTimer?.cancel();
-      const routes = new RouteTable(config.routes, (name) => newClusters.get(name) as ProxyCluster);
-      const state: L7State = { routes, accessLog: config.accessLog };
-      // Listeners: keep identical ones, restart changed ones, start new ones.
-      const keepListener = (l: ListenerConfig): boolean => {
-        const prev = old.listeners.find((o) => o.name === l.name);
-        return !initial && prev !== undefined && same(prev, l) && this.#listeners.has(l.name);
+      await this.#discovered(started);
+      const state: L7State = {
+        routes: new RouteTable(config.routes, (name) => clusters.get(name) as ProxyCluster),
+        accessLog: config.accessLog,
       };
-      const toStop: Listener[] = [];
-      for (const [name, l] of this.#listeners) {
-        const next = config.listeners.find((x) => x.name === name);
-        if (initial || next === undefined || !keepListener(next)) toStop.push(l);
-      }
-      // Free the addresses of listeners being replaced before binding new ones.
-      const freeing = toStop.filter((l) => config.listeners.some((n) => n.address === l.config.address));
-      const draining = freeing.map((l) => l.close(config.drainTimeoutMs));
-      // Fair-share shedding moves with its load-exchange port: a replaced listener gives it up first.
-      const loadPorts = new Set(config.listeners.map((l) => l.recycle?.fairShare?.loadPort));
-      for (const l of toStop) {
-        const port = l.config.recycle?.fairShare?.loadPort;
-        if (l instanceof L7Listener && port !== undefined && loadPorts.has(port)) await l.recycling.stopShedding();
-      }
-      const newListeners = new Map<string, Listener>();
-      for (const l of config.listeners) {
-        if (keepListener(l)) {
-          const kept = this.#listeners.get(l.name) as Listener;
-          // Same configuration, maybe rotated certificate files: serve the new ones.
-          if (kept instanceof L7Listener && kept.refreshTls()) {
-            this.logger.info({ listener: l.name }, 'listener certificates reloaded');
-          }
-          newListeners.set(l.name, kept);
-          continue;
+      // Addresses: the running binding where there is one (still bound), else a new bind.
+      const bindings = new Map<string, ListenerBinding>();
+      for (const [i, l] of config.listeners.entries()) {
+        const running = this.#bindingFor(l);
+        if (running !== undefined) bindings.set(l.name, running);
+        else {
+          const binding = await ListenerBinding.bind(l.address, this.#clock).catch((err: unknown) => {
+            throw listenError(`listeners[${i}].address`, l.address, err);
+          });
+          bound.push(binding);
+          bindings.set(l.name, binding);
         }
-        const listener: Listener =
-          l.protocol === 'tcp'
-            ? new TcpListener(l, {
-                cluster: () => this.#clusters.get(l.cluster as string),
-                metrics: this.metrics,
-                logger: this.logger,
-                clock: this.#clock,
-                random: this.#random,
-              })
-            : new L7Listener(l, {
-                state: () => this.#state,
-                metrics: this.metrics,
-                logger: this.logger,
-                clock: this.#clock,
-                random: this.#random,
-              });
-        await listener.listen();
-        this.metrics.initListener(l.name);
-        startedListeners.push(listener);
-        newListeners.set(l.name, listener);
       }
-      // Commit.
-      const oldClusters = this.#clusters;
-      this.#clusters = newClusters;
-      this.#listeners = newListeners;
+      // Listeners: the running one when its configuration and binding are unchanged, else a new one.
+      const listeners = new Map<string, Listener>();
+      const fresh: ListenerConfig[] = [];
+      for (const l of config.listeners) {
+        const running = this.#listeners.get(l.name);
+        if (running !== undefined && same(running.config, l) && this.#bindings.get(l.name) === bindings.get(l.name)) {
+          listeners.set(l.name, running);
+          // Same configuration, maybe rotated certificate files: serve the new ones.
+          if (running instanceof L7Listener && running.refreshTls())
+            this.logger.info({ listener: l.name }, 'listener certificates reloaded');
+        } else fresh.push(l);
+      }
+      // Fair-share shedding serves its load exchange from the listener's constructor: those
+      // are built last, once everything else is ready, after the running shedder on the same
+      // load port stops (the one step a failure after it cannot undo: shedding then waits for
+      // the next reload).
+      const sheds = (l: ListenerConfig): boolean => l.recycle?.fairShare !== undefined;
+      for (const l of [...fresh.filter((x) => !sheds(x)), ...fresh.filter(sheds)]) {
+        if (sheds(l)) await this.#freeLoadPort(l, listeners);
+        const listener = this.#newListener(l);
+        built.push(listener);
+        listeners.set(l.name, listener);
+      }
+      // A close() that began while this was prepared wins: nothing new may start after it.
+      if (this.#shutdown.closed) throw new EvenlbError(ErrorCodes.CLOSED, 'proxy: closed during the reload');
+      // Commit: nothing below awaits or throws.
+      for (const listener of built) {
+        listener.listen(bindings.get(listener.config.name) as ListenerBinding);
+        this.metrics.initListener(listener.config.name);
+      }
+      const retiredBindings = [...this.#bindings.values()].filter((b) => ![...bindings.values()].includes(b));
+      const retiredListeners = [...this.#listeners.values()].filter((l) => listeners.get(l.config.name) !== l);
+      const retiredClusters = [...this.#clusters.values()].filter((c) => clusters.get(c.name) !== c);
+      this.#clusters = clusters;
+      this.#listeners = listeners;
+      this.#bindings = bindings;
       this.#state = state;
       this.#config = config;
-      for (const l of toStop) {
+      for (const b of retiredBindings) void b.close();
+      for (const l of retiredListeners) {
         this.#retiredListeners.add(l);
-        const closing = freeing.includes(l)
-          ? (draining[freeing.indexOf(l)] as Promise<void>)
-          : l.close(config.drainTimeoutMs);
-        void closing.then(() => this.#retiredListeners.delete(l));
+        void l.close(config.drainTimeoutMs).then(() => this.#retiredListeners.delete(l));
       }
-      for (const [name, c] of oldClusters) {
-        if (newClusters.get(name) !== c) this.#retireCluster(c, Math.min(config.drainTimeoutMs, 5_000));
-      }
+      for (const c of retiredClusters) this.#retireCluster(c, Math.min(config.drainTimeoutMs, 5_000));
     } catch (err) {
-      for (const l of startedListeners) await l.destroy();
-      for (const c of started) await c.destroy();
+      await Promise.all(built.map((l) => l.destroy()));
+      await Promise.all(bound.map((b) => b.close()));
+      await Promise.all(started.map((c) => c.destroy()));
       throw err;
     }
+  }
+
+  /** The running binding `l` takes over: same address (same name too for port 0), still bound. */
+  #bindingFor(l: ListenerConfig): ListenerBinding | undefined {
+    const ephemeral = parseAddress(l.address).port === 0;
+    for (const [name, b] of this.#bindings) {
+      if (b.address !== l.address || (ephemeral && name !== l.name)) continue;
+      return b.bound ? b : undefined;
+    }
+    return undefined;
+  }
+
+  /** Stops the running shedder that holds the load port `l` needs (unless it stays, unchanged). */
+  async #freeLoadPort(l: ListenerConfig, keeping: ReadonlyMap<string, Listener>): Promise<void> {
+    const port = l.recycle?.fairShare?.loadPort;
+    for (const running of this.#listeners.values()) {
+      if (!(running instanceof L7Listener) || keeping.get(running.config.name) === running) continue;
+      if (running.config.recycle?.fairShare?.loadPort === port) await running.recycling.stopShedding();
+    }
+  }
+
+  #newCluster(c: ClusterConfig): ProxyCluster {
+    return new ProxyCluster(c, {
+      clock: this.#clock,
+      random: this.#random,
+      observer: {
+        requestEnded: (cluster, key, _outcome, ms) => this.metrics.observeUpstream(cluster, key, ms),
+        ejected: (cluster, key) => this.metrics.ejected(cluster, key),
+        retried: (cluster, reason) => this.metrics.retried(cluster, reason),
+      },
+    });
+  }
+
+  #newListener(l: ListenerConfig): Listener {
+    const common = { metrics: this.metrics, logger: this.logger, clock: this.#clock, random: this.#random };
+    return l.protocol === 'tcp'
+      ? new TcpListener(l, { ...common, cluster: () => this.#clusters.get(l.cluster as string) })
+      : new L7Listener(l, { ...common, state: () => this.#state });
+  }
+
+  /**
+   * Waits for new clusters' first discovery answers, but never forever: an unreachable API
+   * server must not keep the proxy from starting (requests wait or get 503
+   * `discovery-pending`; /readyz says so).
+   */
+  async #discovered(clusters: readonly ProxyCluster[]): Promise<void> {
+    let waitTimer: TimerHandle | undefined;
+    await Promise.race([
+      Promise.all(clusters.map((c) => c.ready())),
+      new Promise<void>((resolve) => {
+        waitTimer = this.#clock.setTimeout(resolve, DISCOVERY_WAIT_MS);
+      }),
+    ]);
+    waitTimer?.cancel();
   }
 
   /**
@@ -278,7 +339,7 @@ export class ProxyServer {
     const run = this.#reloading.then(async () => {
       if (this.#shutdown.closed) return;
       try {
-        await this.#apply(config, false);
+        await this.#apply(config);
         this.metrics.reloads.inc({ result: 'ok' });
         this.logger.info('configuration reloaded');
       } catch (err) {
@@ -311,6 +372,7 @@ export class ProxyServer {
       this.#retireTimers.clear();
       const timeout = this.#config.drainTimeoutMs;
       const listeners = [...this.#listeners.values(), ...this.#retiredListeners];
+      await Promise.all([...this.#bindings.values()].map((b) => b.close()));
       await Promise.all(listeners.map((l) => l.close(timeout)));
       await Promise.all([...this.#clusters.values(), ...this.#retiredClusters].map((c) => c.close()));
       await Promise.all([this.#admin?.close(), this.#metricsAdmin?.close()]);
@@ -327,6 +389,7 @@ export class ProxyServer {
       for (const t of this.#retireTimers) t.cancel();
       this.#retireTimers.clear();
       const listeners = [...this.#listeners.values(), ...this.#retiredListeners];
+      await Promise.all([...this.#bindings.values()].map((b) => b.close()));
       await Promise.all(listeners.map((l) => l.destroy()));
       await Promise.all([...this.#clusters.values(), ...this.#retiredClusters].map((c) => c.destroy(err)));
       await Promise.all([this.#admin?.destroy(), this.#metricsAdmin?.destroy()]);

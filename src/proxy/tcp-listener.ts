@@ -17,6 +17,7 @@ import net, { type Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { hashKey } from '../balancing/picker.js';
 import type { Attempt, AttemptRequest } from '../cluster/attempt.js';
+import { clusterInternals } from '../cluster/cluster-internals.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { Random } from '../core/random.js';
@@ -24,7 +25,8 @@ import { Shutdown } from '../core/shutdown.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import { LifetimePolicy } from '../pool/lifetime-policy.js';
 import type { ListenerConfig } from './config-schema.js';
-import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
+import type { ListenerBinding } from './listener-binding.js';
+import { ListenerSockets } from './listener-sockets.js';
 import { statusForError } from './local-reply.js';
 import type { ProxyCluster } from './proxy-cluster.js';
 
@@ -50,6 +52,7 @@ export class TcpListener {
   readonly #shutdown = new Shutdown();
   /** The connection age rule (`maxConnectionAgeMs`, jittered); undefined when no age is set. */
   readonly #lifetime: LifetimePolicy | undefined;
+  #binding: ListenerBinding | undefined;
 
   constructor(config: ListenerConfig, deps: TcpListenerDeps) {
     this.config = config;
@@ -64,15 +67,17 @@ export class TcpListener {
           );
     this.#sockets = new ListenerSockets(config.name, deps.metrics, deps.clock);
     this.#server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.#onConnection(socket));
-    if (config.limits.maxConnections > 0) this.#server.maxConnections = config.limits.maxConnections;
   }
 
-  listen(): Promise<number> {
-    return listenAt(this.#server, this.config.address);
+  /** Starts serving the connections `binding` accepts (see `L7Listener.listen`); returns the bound port. */
+  listen(binding: ListenerBinding): number {
+    this.#binding = binding;
+    binding.serve((socket) => this.#server.emit('connection', socket), this.config.limits.maxConnections);
+    return binding.port;
   }
 
   get port(): number {
-    return boundPort(this.#server);
+    return this.#binding?.port ?? 0;
   }
 
   get connections(): number {
@@ -88,7 +93,7 @@ export class TcpListener {
       return;
     }
     const hash = this.config.balance === 'maglev' ? hashKey(client.remoteAddress ?? '') : undefined;
-    this.#connect(client, cluster, cluster.cluster.acquire(undefined, hash));
+    this.#connect(client, cluster, clusterInternals(cluster.cluster).acquire(undefined, hash));
   }
 
   #connect(client: Socket, cluster: ProxyCluster, next: Attempt | EvenlbError | undefined): void {
@@ -116,7 +121,7 @@ export class TcpListener {
       timer.cancel();
       connected = true;
       // The cluster's stats count it as the endpoint's open connection until it closes.
-      cluster.cluster.noteConnection(endpoint.key, 'opened');
+      clusterInternals(cluster.cluster).noteConnection(endpoint.key, 'opened');
       upstream.pipe(client);
       client.pipe(upstream);
       client.resume();
@@ -149,7 +154,7 @@ export class TcpListener {
       // After a failed connect the attempt has already ended (retry); this end is then ignored.
       attempt.end(connected ? (failed ? 'transport-error' : 'success') : 'aborted');
       if (connected) {
-        cluster.cluster.noteConnection(endpoint.key, 'closed');
+        clusterInternals(cluster.cluster).noteConnection(endpoint.key, 'closed');
         client.destroy();
       }
     });

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Balancer } from '../../src/balancing/balancer.js';
 import { BalancedAgent } from '../../src/client/balanced-agent.js';
 import { Cluster } from '../../src/cluster/cluster.js';
+import { clusterInternals } from '../../src/cluster/cluster-internals.js';
 import { SeededRandom } from '../../src/core/random.js';
 import { createKubernetesEndpointSource, type KubernetesEndpointSource } from '../../src/discovery/kubernetes/index.js';
 import { type EndpointSpec, endpointSlice, FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
@@ -187,7 +188,7 @@ describe('a Cluster routing k8s:/// (the engine behind BalancedAgent and the pro
       sourceOptions: { kubernetes: fastOptions(api, { backoffBaseMs: 50, backoffMaxMs: 500 }) },
     });
     closers.push(() => cluster.close());
-    const eligible = () => cluster.balancer.picker.endpoints.map((t) => t.endpoint.key);
+    const eligible = () => clusterInternals(cluster).balancer.picker.endpoints.map((t) => t.endpoint.key);
     await settle(eligible, keys(1, 2, 3), performance.now(), false);
     let hits = await sendViaCluster(cluster, n, 30);
     expect(served(hits)).toEqual([addr(1), addr(2), addr(3)]);
@@ -284,7 +285,7 @@ describe('a BalancedAgent routing <svc>.<ns>.svc to k8s:///', () => {
     const cluster = agent.clusters()[0];
     if (cluster === undefined) throw new Error('no route');
     expect(cluster.source.target).toBe(`k8s:///web.${n}:80`);
-    const eligible = () => cluster.balancer.picker.endpoints.map((t) => t.endpoint.key);
+    const eligible = () => clusterInternals(cluster).balancer.picker.endpoints.map((t) => t.endpoint.key);
 
     let t0 = performance.now();
     putSlice(n, 'web-a', [{ address: addr(1) }, { address: addr(2) }, { address: addr(5) }]);

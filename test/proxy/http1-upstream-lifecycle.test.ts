@@ -13,6 +13,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { Cluster } from '../../src/cluster/cluster.js';
+import { clusterInternals } from '../../src/cluster/cluster-internals.js';
 import { ManualClock } from '../../src/core/clock.js';
 import type { Endpoint } from '../../src/core/endpoint.js';
 import { SeededRandom } from '../../src/core/random.js';
@@ -122,7 +123,7 @@ async function setup() {
     connectTimeoutMs: 2000,
     maxConnections: undefined,
   });
-  const endpoint = cluster.balancer.picker.endpoints[0]?.endpoint as Endpoint;
+  const endpoint = clusterInternals(cluster).balancer.picker.endpoints[0]?.endpoint as Endpoint;
   return { server, clock, cluster, upstream, endpoint };
 }
 

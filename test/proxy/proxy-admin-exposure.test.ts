@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { redactSecrets } from '../../src/proxy/admin-server.js';
 import type { ProxyConfig } from '../../src/proxy/config-schema.js';
-import { parseAddress, parseProxyConfig } from '../../src/proxy/proxy-config.js';
+import { parseAddress } from '../../src/proxy/listen-address.js';
+import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { type Backend, quietLogger, startBackend } from './helpers.js';
 

@@ -192,8 +192,16 @@ describe('https listener certificates', () => {
   });
 
   it('keeps the running certificates when a reload finds a broken file', async () => {
+    // Checked with the file (the validator names the field) ...
     writeFileSync(join(dir, 'a.crt'), 'not a certificate');
-    await expect(proxy.reload(normalizeProxyConfig(config))).rejects.toThrow();
+    expect(() => normalizeProxyConfig(config)).toThrow(
+      /"listeners\[0\]\.tls\.sni\[0\]\.cert" must hold a PEM certificate/,
+    );
+    // ... and broken between validation and the reload: the reload fails, nothing changes.
+    files('a', pki.a as TestCertificates);
+    const validated = normalizeProxyConfig(config);
+    writeFileSync(join(dir, 'a.crt'), 'not a certificate');
+    await expect(proxy.reload(validated)).rejects.toThrow();
     const h = await handshake('sni', 'a.example', (pki.a as TestCertificates).ca);
     expect(h.ok).toBe(true);
     await done(h);

@@ -14,6 +14,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Attempt, AttemptRequest } from '../../cluster/attempt.js';
+import { clusterInternals } from '../../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../../cluster/cluster-options.js';
 import { type AttemptFailure, classifyFailure, outcomeOf } from '../../cluster/retry-policy.js';
 import type { TimerHandle } from '../../core/clock.js';
@@ -102,7 +103,7 @@ export class ForwardedRequest implements ResponseSink {
   /** Sends the request: the first attempt from the cluster. */
   start(): void {
     this.#target.onConnect((err) => this.#abort(err));
-    if (!this.#done) this.#send(this.#cluster.cluster.acquire());
+    if (!this.#done) this.#send(clusterInternals(this.#cluster.cluster).acquire());
   }
 
   #send(attempt: Attempt | EvenlbError): void {

@@ -13,6 +13,7 @@
  */
 import type { Socket } from 'node:net';
 import type { Attempt, AttemptRequest } from '../../cluster/attempt.js';
+import { clusterInternals } from '../../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../../cluster/cluster-options.js';
 import { type AttemptFailure, classifyFailure, outcomeOf } from '../../cluster/retry-policy.js';
 import { EvenlbError } from '../../core/errors.js';
@@ -114,7 +115,7 @@ export class UpstreamExchange implements ResponseSink {
 
   /** Sends the prepared request: the first attempt from the cluster. */
   send(): void {
-    this.#send((this.cluster as ProxyCluster).cluster.acquire());
+    this.#send(clusterInternals((this.cluster as ProxyCluster).cluster).acquire());
   }
 
   /** The request is over (answered or given up): forget it. */

@@ -7,6 +7,7 @@
  */
 import type { EndpointTransport } from '../../cluster/attempt.js';
 import type { Cluster } from '../../cluster/cluster.js';
+import { clusterInternals } from '../../cluster/cluster-internals.js';
 import type { TimerHandle } from '../../core/clock.js';
 import type { Endpoint } from '../../core/endpoint.js';
 import { ErrorCodes } from '../../core/errors.js';
@@ -41,7 +42,7 @@ export class Http1Upstream implements EndpointTransport<Http1EndpointPool, [serv
   constructor(cluster: Cluster, settings: Http1PoolSettings) {
     this.#cluster = cluster;
     this.#settings = settings;
-    this.#unsubscribe = cluster.onEligibleChange((eligible) => {
+    this.#unsubscribe = clusterInternals(cluster).onEligibleChange((eligible) => {
       for (const pool of [...this.#pools.values()]) {
         if (!eligible.has(pool.endpoint.key)) this.drainEndpoint(pool.endpoint.key);
       }
@@ -79,7 +80,7 @@ export class Http1Upstream implements EndpointTransport<Http1EndpointPool, [serv
 
   /** Reports a socket opened or closed to the cluster (stats, metrics). */
   noteConnection(key: string, change: 'opened' | 'closed', reason?: CloseReason): void {
-    this.#cluster.noteConnection(key, change, reason);
+    clusterInternals(this.#cluster).noteConnection(key, change, reason);
   }
 
   /** Idle sockets and requests waiting for one, per endpoint key (draining pools included), for stats. */
