@@ -6,8 +6,9 @@
  * demo's endpoint file lists). This process only starts the two, warms them up and speaks the
  * demo's pod protocol for them: `listening` with the sidecar's port (the Service's
  * targetPort), `stats` every 100 ms — requests as the app counts them, client connections as
- * the sidecar's `/metrics` counts them — and, on `stop`, the pod's termination: the sidecar
- * drains (SIGTERM: in-flight requests finish within the grace), then the app stops. The app and
+ * the sidecar's `/metrics` counts them — and, on `stop`, the pod's termination: a preStop wait
+ * until the sidecar holds no client connection (its hand-over; at most the grace), the sidecar's
+ * drain (SIGTERM: in-flight requests finish within the grace), then the app's stop. The app and
  * the sidecar run in this process's group, so killing the pod's group kills all three.
  *
  * Usage (spawned by the demo): `node sidecar-pod.js --name pod-1 --address 127.0.1.1
@@ -27,7 +28,7 @@ import { DemoChild, type Spawner } from './demo-child.js';
 import { DEMO_MARKER_FLAG } from './protocol.js';
 
 const STATS_INTERVAL_MS = 100;
-const METRICS_INTERVAL_MS = 250;
+const METRICS_INTERVAL_MS = 500;
 const START_TIMEOUT_MS = 15_000;
 const WARM_UP_HEADER = 'x-evenlb-demo-warm-up';
 const WARM_UP_CONNECTIONS = 4;
@@ -145,7 +146,15 @@ async function main(): Promise<void> {
   const stop = async (): Promise<void> => {
     if (stopping) return;
     stopping = true;
-    // The pod's termination: the sidecar drains first (in-flight requests finish), then the app.
+    // The pod's termination, as the manifests run it: a preStop wait while the sidecar hands its
+    // clients over (it holds no client connection any more, or the grace is over), then SIGTERM
+    // drains the sidecar (in-flight requests finish), then the app stops.
+    const deadline = systemClock.now() + graceMs;
+    while (systemClock.now() < deadline) {
+      const text = await metricsText(address, admin).catch(() => undefined);
+      if (text !== undefined && gauge(text, 'evenlb_proxy_downstream_connections') === 0) break;
+      await new Promise<void>((r) => systemClock.setTimeout(r, 50));
+    }
     sidecar.kill('SIGTERM');
     await sidecar.waitExit(graceMs + 3000);
     polling = false;

@@ -273,7 +273,7 @@ export function prescribe(input: PrescribeInput): Prescription | null {
       'age-recycling',
       'age recycling (server side)',
       sidecar
-        ? `the sidecar with maxConnectionAgeMs: ${ageMs} in its sidecar: file — close each connection after ${seconds(ageMs)} (±10%)`
+        ? `evenlb proxy --sidecar with maxConnectionAgeMs: ${ageMs} (its sidecar: file) — close each connection after ${seconds(ageMs)} (±10%)`
         : `recycleConnections(server, { maxConnectionAgeMs: ${ageMs} }) — close each connection after ${seconds(ageMs)} (±10%)`,
       sim(input.dataplane, { server: { lifetime: { maxConnectionAgeMs: ageMs } } }),
       recycleNote === undefined,

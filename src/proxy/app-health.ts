@@ -53,7 +53,12 @@ export interface AppEndpoint {
 
 export type AppCheckResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
-/** The app's address as people read it: `127.0.0.1:8081` (IPv6 in brackets). */
+/**
+ * The app's address as people read it: `127.0.0.1:8081` (IPv6 in brackets).
+ *
+ * @example
+ * appAddress({ host: '::1', port: 8081, protocol: 'http1' }); // '[::1]:8081'
+ */
 export function appAddress(app: AppEndpoint): string {
   return `${app.host.includes(':') ? `[${app.host}]` : app.host}:${app.port}`;
 }

@@ -34,7 +34,12 @@ export const SIDECAR_CLUSTER = 'app';
 const HOST_PORT = /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s/]+):([0-9]{1,5})$/;
 const isPortNumber = (n: number): boolean => Number.isInteger(n) && n >= 1 && n <= 65535;
 
-/** `:8080` → `0.0.0.0:8080`; `HOST:PORT` as given (port 0: any free port). Undefined when it is neither. */
+/**
+ * `:8080` → `0.0.0.0:8080`; `HOST:PORT` as given (port 0: any free port). Undefined when it is neither.
+ *
+ * @example
+ * listenAddress(':8443'); // '0.0.0.0:8443'
+ */
 export function listenAddress(value: string): string | undefined {
   const v = /^:[0-9]{1,5}$/.test(value) ? `0.0.0.0${value}` : value;
   const m = HOST_PORT.exec(v);

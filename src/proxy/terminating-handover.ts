@@ -37,7 +37,12 @@ export interface TerminatingHandoverOptions {
   readonly sweepMs?: number;
 }
 
-/** True when `endpoints` list this replica, and as terminating. */
+/**
+ * True when `endpoints` list this replica, and as terminating.
+ *
+ * @example
+ * listedTerminating(snapshot.endpoints.endpoints, new Set(['10.1.2.3']), 8080); // true while the pod is being deleted
+ */
 export function listedTerminating(
   endpoints: readonly Endpoint[],
   addresses: ReadonlySet<string>,
