@@ -7,8 +7,8 @@
  * demo's pod protocol for them: `listening` with the sidecar's port (the Service's
  * targetPort), `stats` every 100 ms — requests as the app counts them, client connections as
  * the sidecar's `/metrics` counts them — and, on `stop`, the pod's termination: a preStop wait
- * until the sidecar holds no client connection (its hand-over; at most the grace), the sidecar's
- * drain (SIGTERM: in-flight requests finish within the grace), then the app's stop. The app and
+ * until the sidecar holds no client connection (its hand-over; at most 2 s), the sidecar's drain
+ * (SIGTERM: in-flight requests finish within the grace), then the app's stop. The app and
  * the sidecar run in this process's group, so killing the pod's group kills all three.
  *
  * Usage (spawned by the demo): `node sidecar-pod.js --name pod-1 --address 127.0.1.1
@@ -32,6 +32,13 @@ const METRICS_INTERVAL_MS = 500;
 const START_TIMEOUT_MS = 15_000;
 const WARM_UP_HEADER = 'x-evenlb-demo-warm-up';
 const WARM_UP_CONNECTIONS = 4;
+/**
+ * The longest the stop waits for the hand-over, as the manifests' preStop hook does (there 5–10
+ * s; here under the 3 s the demo gives a pod to exit after its grace): a busy machine can take
+ * longer than the grace for every client to send the request whose response carries
+ * `Connection: close`.
+ */
+const PRE_STOP_MAX_MS = 2000;
 
 /** Children stay in this process's group (not detached): the demo kills the pod's group. */
 const inGroup: Spawner = (command, args) => spawn(command, [...args], { stdio: ['pipe', 'pipe', 'pipe'] });
@@ -147,9 +154,9 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     // The pod's termination, as the manifests run it: a preStop wait while the sidecar hands its
-    // clients over (it holds no client connection any more, or the grace is over), then SIGTERM
-    // drains the sidecar (in-flight requests finish), then the app stops.
-    const deadline = systemClock.now() + graceMs;
+    // clients over (until it holds no client connection, at most PRE_STOP_MAX_MS), then SIGTERM
+    // drains the sidecar (in-flight requests finish within the grace), then the app stops.
+    const deadline = systemClock.now() + PRE_STOP_MAX_MS;
     while (systemClock.now() < deadline) {
       const text = await metricsText(address, admin).catch(() => undefined);
       if (text !== undefined && gauge(text, 'evenlb_proxy_downstream_connections') === 0) break;

@@ -65,7 +65,9 @@ describe('evenlb doctor: the fair-share sidecar for servers that are not evenlb 
       expect(sidecar?.simulation?.scenario).toMatchObject({ server: { fairShare: { tolerance: 0.1 } } });
       // For callers nobody can change, it is the cure.
       expect(p?.serverSide).toBe('fair-share-sidecar');
-      expect(p?.cures.find((c) => c.id === 'age-recycling')?.settings).toMatch(/^evenlb proxy --sidecar with maxConnectionAgeMs: \d+ \(its sidecar: file\)/);
+      expect(p?.cures.find((c) => c.id === 'age-recycling')?.settings).toMatch(
+        /^evenlb proxy --sidecar with maxConnectionAgeMs: \d+ \(its sidecar: file\)/,
+      );
       const text = formatDoctorReport(r);
       expect(text).toContain(`manifest: ${SIDECAR_MANIFEST}`);
       expect(text).toContain('server side, callers unchanged (+): fair-share sidecar (server side, any language)');
