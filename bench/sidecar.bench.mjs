@@ -11,15 +11,28 @@
 // most 1.6x nginx's. The machine's load average is recorded before and after: on a shared
 // machine the figures are provisional. Results: a table and bench/results/sidecar.json.
 //
-// Placement as in the proxy benchmark: with taskset and two or more cores, the sidecars run on
-// the last core and wrk and the app on the others; EVENLB_BENCH_PIN=0 lets everything float.
-// nginx and wrk are installed with apt-get when running as root (else their rows are skipped).
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+// Placement as in the proxy benchmark (load-tools.mjs): with taskset and two or more cores, the
+// sidecars run on the last core and wrk and the app on the others; EVENLB_BENCH_PIN=0 lets
+// everything float. nginx and wrk are installed with apt-get when running as root (else their
+// rows are skipped).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  cpuMicros,
+  ensureTools,
+  freePort,
+  have,
+  median,
+  nginxConfig,
+  PLACEMENT,
+  start,
+  stop,
+  toolPath,
+  waitForPort,
+  wrk as wrkRun,
+} from './load-tools.mjs';
 import { printTable, writeResult } from './machine.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -29,121 +42,10 @@ const RUNS = Number(process.env.EVENLB_BENCH_RUNS ?? 5);
 const CONNECTIONS = 8;
 const ADDED_P50_TARGET_US = 150;
 const CPU_TARGET = 1.6;
-const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
-const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-const nginxBin = () => (have('nginx') ? 'nginx' : have('/usr/sbin/nginx') ? '/usr/sbin/nginx' : undefined);
-
-function ensureTools() {
-  const need = [];
-  if (!have('wrk')) need.push('wrk');
-  if (nginxBin() === undefined) need.push('nginx');
-  if (need.length === 0) return;
-  if (process.getuid?.() !== 0) {
-    process.stdout.write(`missing ${need.join(', ')} and not root: those rows are skipped\n`);
-    return;
-  }
-  spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' });
-  spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...need], {
-    stdio: 'ignore',
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-  });
-}
-
-const CORES = availableParallelism();
-const PIN = process.env.EVENLB_BENCH_PIN !== '0' && CORES >= 2 && have('taskset');
-const PLACEMENT = PIN ? { proxy: String(CORES - 1), load: CORES === 2 ? '0' : `0-${CORES - 2}` } : undefined;
-const placed = (role, cmd, args) =>
-  PLACEMENT === undefined ? [cmd, args] : ['taskset', ['-c', PLACEMENT[role], cmd, ...args]];
-
-function freePort(host = '127.0.0.1') {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, host, () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForPort(port, host = '127.0.0.1', timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise((resolve) => {
-      const s = connect(port, host);
-      s.once('connect', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`port ${host}:${port} did not open`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function start(role, cmd, args, env) {
-  const [bin, argv] = placed(role, cmd, args);
-  const child = spawn(bin, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
-  let err = '';
-  child.stderr.on('data', (c) => {
-    err = (err + c).slice(-10_000);
-  });
-  child.errText = () => err;
-  return child;
-}
-
-async function stop(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  const t = setTimeout(() => child.kill('SIGKILL'), 3000);
-  await exited;
-  clearTimeout(t);
-}
-
-function cpuMicros(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * TICK_US;
-}
-
-/** One wrk run (paced with `script`, a wrk Lua file, when given); latencies in µs. */
-function wrk(port, script) {
-  const [bin, argv] = placed('load', 'wrk', [
-    '-t1',
-    `-c${CONNECTIONS}`,
-    `-d${RUN_SECONDS}s`,
-    '--latency',
-    ...(script === undefined ? [] : ['-s', script]),
-    '-H',
-    'Host: app.local',
-    `http://127.0.0.1:${port}/`,
-  ]);
-  const out = spawnSync(bin, argv, { encoding: 'utf8', timeout: (RUN_SECONDS + 20) * 1000 }).stdout ?? '';
-  const num = (re) => Number(re.exec(out)?.[1] ?? Number.NaN);
-  const us = (label) => {
-    const m = new RegExp(`\\s${label}%\\s+([0-9.]+)(us|ms|s)`).exec(out);
-    if (m === null) return Number.NaN;
-    return Number(m[1]) * (m[2] === 'us' ? 1 : m[2] === 'ms' ? 1000 : 1e6);
-  };
-  const socket = /Socket errors: connect ([0-9]+), read ([0-9]+), write ([0-9]+), timeout ([0-9]+)/.exec(out);
-  return {
-    requests: num(/([0-9]+) requests in/),
-    rps: num(/Requests\/sec:\s+([0-9.]+)/),
-    p50Us: us('50'),
-    p99Us: us('99'),
-    errors:
-      (num(/Non-2xx or 3xx responses: ([0-9]+)/) || 0) +
-      (socket ? socket.slice(1).reduce((a, b) => a + Number(b), 0) : 0),
-  };
-}
-
-const median = (xs) => {
-  const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  return v.length === 0 ? Number.NaN : v[Math.floor(v.length / 2)];
-};
+/** One wrk run against a target (paced with `script`, a wrk Lua file, when given); latencies in µs. */
+const wrk = (port, script) =>
+  wrkRun({ port, connections: CONNECTIONS, seconds: RUN_SECONDS, hostHeader: 'app.local', script });
 
 /** The app: a plain node:http server with a small fixed body (what a sidecar fronts). */
 async function startApp(dir) {
@@ -162,7 +64,7 @@ s.keepAliveTimeout = 65000;
 s.listen(${port}, '127.0.0.1');
 `,
   );
-  const child = start('load', process.execPath, [script]);
+  const child = start(process.execPath, [script], 'load');
   await waitForPort(port);
   return { port, child };
 }
@@ -172,7 +74,6 @@ const targets = {
   evenlb: async (_dir, app) => {
     const [port, admin, load] = [await freePort(), await freePort(), await freePort()];
     const child = start(
-      'proxy',
       process.execPath,
       [
         join(root, 'dist', 'cli', 'main.js'),
@@ -189,57 +90,35 @@ const targets = {
         '--admin',
         `127.0.0.1:${admin}`,
       ],
+      'proxy',
       { POD_IP: '127.0.0.1' },
     );
     await waitForPort(port);
     return { port, pid: child.pid, child };
   },
   nginx: async (dir, app) => {
-    const bin = nginxBin();
+    const bin = toolPath('nginx');
     if (bin === undefined) return undefined;
     const port = await freePort();
     const conf = join(dir, 'nginx.conf');
     // nginx as a sidecar: one worker, keep-alive to the app, the client's address forwarded.
     writeFileSync(
       conf,
-      `daemon off;
-master_process off;
-worker_processes 1;
-error_log ${dir}/nginx-error.log error;
-pid ${dir}/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/nginx-body;
-  proxy_temp_path ${dir}/nginx-proxy;
-  fastcgi_temp_path ${dir}/nginx-fastcgi;
-  uwsgi_temp_path ${dir}/nginx-uwsgi;
-  scgi_temp_path ${dir}/nginx-scgi;
-  upstream app {
-    server 127.0.0.1:${app.port};
-    keepalive 64;
-  }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_set_header X-Forwarded-For $remote_addr;
-    }
-  }
-}
-`,
+      nginxConfig(dir, {
+        port,
+        upstreams: [`127.0.0.1:${app.port}`],
+        keepalive: 64,
+        extra: ['proxy_set_header X-Forwarded-For $remote_addr;'],
+      }),
     );
-    const child = start('proxy', bin, ['-c', conf, '-p', dir]);
+    const child = start(bin, ['-c', conf, '-p', dir]);
     await waitForPort(port);
     return { port, pid: child.pid, child };
   },
 };
 
 async function main() {
-  ensureTools();
+  ensureTools(['wrk', 'nginx']);
   if (!have('wrk')) {
     process.stdout.write('wrk is not installed: sidecar benchmark skipped\n');
     return;
