@@ -1,33 +1,36 @@
 /**
  * One client connection on the proxy's HTTP/1.1 data path: the framing side. The proxy reads
- * the socket itself: each request head is parsed strictly (`parseRequestHead`), routed and
- * rewritten (`routeRequest`), and handed to the connection's `UpstreamExchange`, which takes an
- * attempt from the cluster, a socket from the proxy's one HTTP/1.1 pool and retries through the
- * cluster's one retry policy. Bodies are forwarded as the bytes arrive, in their original
- * framing (Content-Length or validated chunked), with backpressure both ways: a full socket
- * buffer pauses the other side. Requests are answered strictly in order; pipelined requests
- * wait in the buffer.
+ * the socket itself: each request head is parsed strictly (`parseRequestHead`), routed by the
+ * one router (`routeHttp1`), and handed to the connection's `Http1Exchange` — the one HTTP/1.1
+ * upstream exchange, for which this connection is the `DownstreamSink` writing raw bytes.
+ * Bodies are forwarded as the bytes arrive, in their original framing (Content-Length or
+ * validated chunked), with backpressure both ways. Requests are answered strictly in order;
+ * pipelined requests wait in the buffer.
  *
  * Refused without forwarding a byte: malformed or smuggling-prone heads and chunked bodies
- * (400, connection closed), oversized heads (431), and what `routeRequest` refuses (CONNECT,
- * unknown hosts...). An upgrade request (WebSocket) goes to one picked endpoint; after its 101
- * the two sockets are spliced (`spliceUpgrade`). `Expect: 100-continue` is answered here. Requests
- * this path does not carry (HTTP/1.0, see `#begin`; `h2` clusters) hand the connection to the
- * listener's `node:http` server, bytes and all.
+ * (400, connection closed), oversized heads (431), and what the router refuses. Every local
+ * reply follows HTTP semantics (no body for HEAD; `Connection: close` and a close when the
+ * connection cannot be reused). An upgrade request (WebSocket) goes to one picked endpoint;
+ * after its 101 the two sockets are spliced. `Expect: 100-continue` is answered here. Requests
+ * this path does not carry (HTTP/1.0, `h2` clusters) hand the connection to the listener's
+ * `node:http` server, bytes and all.
  *
- * Timeouts are checked by the listener's sweep (`check(nowMs)`), not by a timer per request:
- * head and whole-request deadlines (408), the keep-alive idle limit, the upstream's response
- * head (504) and body idle limits (the exchange's), and the downstream recycling age.
+ * Deadlines are checked by the listener's sweep (`check(nowMs)`), not by a timer per request:
+ * the request head (`headersTimeoutMs`, 408), each read of a request body (`bodyReadTimeoutMs`)
+ * and the whole request (`requestTimeoutMs`), the keep-alive idle limit, the exchange's upstream
+ * deadlines, and the downstream recycling age. Each close by a deadline is counted by reason.
  */
 import type { Socket } from 'node:net';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
-import { rawReply } from '../local-reply.js';
+import { LOCAL_REPLIES, type LocalReason, rawReply } from '../local-reply.js';
 import { ChunkedScanner } from './chunked-scanner.js';
 import type { Http1Context } from './http1-context.js';
-import { isHeadError, named, parseRequestHead, type RequestHead } from './message-head.js';
-import { routeRequest } from './request-route.js';
+import { isHeadError, named, parseRequestHead, type RequestHead, type ResponseHead } from './message-head.js';
+import { routeHttp1 } from './request-route.js';
+import { responseHeadBytes } from './response-head-bytes.js';
 import { spliceUpgrade } from './upgrade-tunnel.js';
-import { type ExchangeOwner, UpstreamExchange } from './upstream-exchange.js';
+import { type DownstreamSink, Http1Exchange } from './upstream-exchange.js';
+import type { UpstreamConnection } from './upstream-pool.js';
 
 export type { AccessEntry, Http1Context } from './http1-context.js';
 
@@ -35,17 +38,25 @@ export type { AccessEntry, Http1Context } from './http1-context.js';
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
 /** A recycled connection past its age closes once it has been quiet this long. */
 const IDLE_CLOSE_DELAY_MS = 250;
+/** Response bodies up to this size leave in the same write as their head. */
+const COALESCE_BYTES = 16 * 1024;
 
 const S_HEAD = 0;
 const S_BODY = 1;
 const S_WAIT = 2;
 const S_CLOSED = 3;
 
-export class Http1Downstream {
+/** The method of a request whose head was refused as malformed (a HEAD still gets no body). */
+function methodOf(buf: Buffer): string {
+  return buf.length >= 5 && buf.toString('latin1', 0, 5) === 'HEAD ' ? 'HEAD' : 'GET';
+}
+
+export class Http1Downstream implements DownstreamSink {
   readonly socket: Socket;
+  readonly decoded = false;
   readonly #ctx: Http1Context;
   readonly #client: { readonly address: string; readonly cert: string | undefined };
-  readonly #exchange: UpstreamExchange;
+  readonly #exchange: Http1Exchange;
   #state = S_HEAD;
   #buf: Buffer | undefined;
   #paused = false;
@@ -63,6 +74,10 @@ export class Http1Downstream {
   #bodyRemaining = 0;
   #scanner: ChunkedScanner | undefined;
   #closeAfter = false;
+  /** A response head held until its first body bytes (or the end): a small response leaves in one write. */
+  #headOut: string | undefined;
+  /** Something of the current response was written. */
+  #responded = false;
   // ---- recycling (`listeners[].recycle`) ----
   readonly #openedAtMs: number;
   readonly #maxAgeMs: number | undefined;
@@ -83,44 +98,11 @@ export class Http1Downstream {
     this.#openedAtMs = now;
     this.#timing.quietSinceMs = now;
     this.#maxAgeMs = ctx.recycle?.drawMaxAgeMs();
-    this.#exchange = new UpstreamExchange(this.#owner());
+    this.#exchange = new Http1Exchange(this);
     socket.on('data', this.#onData);
     socket.on('end', this.#onEnd);
     socket.on('close', this.#onClose);
     socket.on('error', this.#onError);
-  }
-
-  /** What the exchange may do to this connection (private state stays private). */
-  #owner(): ExchangeOwner {
-    return {
-      socket: this.socket,
-      closed: () => this.#state === S_CLOSED,
-      bodyDone: () => this.#state !== S_BODY,
-      closeAfter: () => this.#closeAfter,
-      setCloseAfter: () => {
-        this.#closeAfter = true;
-      },
-      paused: () => this.#paused,
-      pauseClient: () => this.#pause(),
-      resumeClient: () => this.#resumeReading(),
-      answered: (status, reason) => this.#answered(status, reason),
-      failRequest: (status, reason) => this.#failRequest(status, reason),
-      next: () => this.#next(),
-      cut: (reason) => {
-        this.#answered(0, reason);
-        this.#destroy();
-      },
-      abortAll: () => this.#abortAll(),
-      upgraded: (conn, head, rest) => {
-        this.#answered(101, undefined);
-        this.#state = S_CLOSED;
-        this.#detach();
-        const early = this.#buf;
-        this.#buf = undefined;
-        spliceUpgrade(this.socket, conn.socket, head, this.#exchange.upgrade ?? '', rest, early);
-        if (this.#paused) this.socket.resume();
-      },
-    };
   }
 
   /** Starts reading, with bytes already read from the socket (the protocol sniff). */
@@ -150,7 +132,7 @@ export class Http1Downstream {
    */
   retire(): void {
     this.#retired = true;
-    if (this.busy && !this.#exchange.responded) this.#closeAfter = true;
+    if (this.busy && !this.#responded) this.#closeAfter = true;
   }
 
   /** Closes now when idle, else after the current response. */
@@ -180,9 +162,11 @@ export class Http1Downstream {
             t.headSeq = this.#heads + 1;
             t.headSinceMs = nowMs;
           } else if (nowMs - t.headSinceMs >= limits.headersTimeoutMs) {
-            this.#reject(408, 'request-timeout', true);
+            this.#ctx.deadline('request-head');
+            this.#reject('request-timeout', true, methodOf(this.#buf));
           }
         } else if (nowMs - t.quietSinceMs >= limits.idleTimeoutMs) {
+          this.#ctx.deadline('idle');
           this.#end();
         } else if (
           this.#maxAgeMs !== undefined &&
@@ -193,21 +177,34 @@ export class Http1Downstream {
         }
         return;
       case S_BODY:
-      case S_WAIT:
-        if (this.#state === S_BODY && limits.requestTimeoutMs > 0) {
-          if (t.bodySeq !== this.#heads) {
-            t.bodySeq = this.#heads;
-            t.bodySinceMs = nowMs;
-          } else if (nowMs - t.bodySinceMs >= limits.requestTimeoutMs) {
-            if (this.#exchange.responded) this.#abortAll();
-            else this.#failRequest(408, 'request-timeout');
-            return;
-          }
+        if (t.bodySeq !== this.#heads) {
+          t.bodySeq = this.#heads;
+          t.bodySinceMs = nowMs;
+        } else if (limits.requestTimeoutMs > 0 && nowMs - t.bodySinceMs >= limits.requestTimeoutMs) {
+          this.#bodyTimedOut('request');
+          return;
         }
+        // A client the proxy paused (backpressure) is not stalling.
+        if (!this.#paused && limits.bodyReadTimeoutMs > 0 && nowMs - t.quietSinceMs >= limits.bodyReadTimeoutMs) {
+          this.#bodyTimedOut('request-body');
+          return;
+        }
+        this.#exchange.check(nowMs);
+        return;
+      case S_WAIT:
         this.#exchange.check(nowMs);
         return;
       default:
         return;
+    }
+  }
+
+  #bodyTimedOut(reason: 'request' | 'request-body'): void {
+    this.#ctx.deadline(reason);
+    if (this.#responded) this.#abortAll();
+    else {
+      this.#exchange.abort('aborted');
+      this.reply('request-timeout');
     }
   }
 
@@ -226,7 +223,7 @@ export class Http1Downstream {
       case S_WAIT:
         // Pipelined: keep it for later, but not without bound.
         this.#buf = this.#buf === undefined ? chunk : Buffer.concat([this.#buf, chunk]);
-        if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.#pause();
+        if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.pauseBody();
         return;
       default:
         return;
@@ -240,7 +237,7 @@ export class Http1Downstream {
       const head = parseRequestHead(buf, 0, limits.maxHeaderBytes, limits.maxHeaderCount);
       if (head === undefined) return;
       if (isHeadError(head)) {
-        this.#reject(head.error, head.reason, true);
+        this.#reject(head.reason as LocalReason, true, methodOf(buf));
         return;
       }
       this.#heads++;
@@ -255,20 +252,19 @@ export class Http1Downstream {
     this.#buf = rest;
     if (head.minor === 0) {
       // HTTP/1.0 is node:http's: its response must be re-framed for the client (no chunked
-      // coding, close-delimited unless the length is known, keep-alive only when asked for),
-      // while this path forwards the upstream's framing as it is. The request still goes
-      // through the cluster's attempts and the one socket pool (`ProxyCluster.forward`).
+      // coding, close-delimited unless the length is known, keep-alive only when asked for).
+      // The request still goes through the one exchange and the one socket pool.
       this.#handoff(buf);
       return;
     }
     const hasBody = head.chunked || head.contentLength > 0;
-    if (head.expect && !this.#expectation(head, hasBody)) return;
     this.#method = head.method;
     this.#closeAfter = head.close || this.#retired;
     this.#path = head.target;
-    const route = routeRequest(head, hasBody, ctx, this.#client);
+    if (head.expect && !this.#expectation(head, hasBody)) return;
+    const route = routeHttp1(head, hasBody, ctx, this.#client);
     if (route.type === 'reject') {
-      this.#reject(route.status, route.reason, route.close);
+      this.#reject(route.reason, route.close, head.method);
       return;
     }
     if (route.type === 'handoff') {
@@ -278,9 +274,10 @@ export class Http1Downstream {
     this.#requestStartMs = ctx.state().accessLog ? ctx.clock.now() : 0;
     this.#path = route.path;
     this.#requests++;
+    this.#responded = false;
     if (ctx.recycle !== undefined && this.#recycleNow()) this.#closeAfter = true;
     const exchange = this.#exchange;
-    exchange.start(route, head.method, hasBody);
+    exchange.start(route);
     if (head.expect && hasBody) this.socket.write(CONTINUE, 'latin1');
     if (hasBody) {
       this.#state = S_BODY;
@@ -312,7 +309,7 @@ export class Http1Downstream {
       const name = head.headers[i] as string;
       if (name.length !== 6 || !named(name, 'expect')) continue;
       if ((head.headers[i + 1] as string).trim().toLowerCase() === '100-continue') continue;
-      this.#reject(417, 'expectation-failed', hasBody);
+      this.#reject('expectation-failed', hasBody, head.method);
       return false;
     }
     return true;
@@ -338,7 +335,9 @@ export class Http1Downstream {
     } else {
       end = scanner.scan(chunk, from, len);
       if (end < 0) {
-        this.#malformedBody();
+        // Part of the body may have gone upstream: that request is lost, and so is the connection.
+        if (this.#exchange.active) this.#exchange.abort('aborted');
+        this.#reject('bad-request', true, this.#method);
         return;
       }
       done = scanner.done;
@@ -349,28 +348,110 @@ export class Http1Downstream {
     this.#exchange.bodySent();
     if (end < len) {
       this.#buf = chunk.subarray(end);
-      if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.#pause();
+      if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.pauseBody();
     }
   }
 
+  // ---- DownstreamSink: what the exchange writes ----
+
+  closed(): boolean {
+    return this.#state === S_CLOSED;
+  }
+
+  bodyDone(): boolean {
+    return this.#state !== S_BODY;
+  }
+
+  bodyPaused(): boolean {
+    return this.#paused;
+  }
+
   /** Stops reading the client; false when it was paused already. */
-  #pause(): boolean {
+  pauseBody(): boolean {
     if (this.#paused) return false;
     this.#paused = true;
     this.socket.pause();
     return true;
   }
 
-  #resumeReading(): void {
+  resumeBody(): void {
     if (!this.#paused || this.#state === S_CLOSED) return;
     this.#paused = false;
     this.socket.resume();
   }
 
-  #malformedBody(): void {
-    // Part of the body may have gone upstream: that request is lost, and so is the connection.
-    if (this.#exchange.active) this.#exchange.abort('aborted');
-    this.#reject(400, 'bad-request', true);
+  head(head: ResponseHead): void {
+    // A response before the whole request arrived: the rest of the request cannot be read.
+    if (this.#state === S_BODY) this.#closeAfter = true;
+    const out = responseHeadBytes(head, this.#method, this.#closeAfter);
+    if (out.close) this.#closeAfter = true;
+    this.#responded = true;
+    this.#headOut = out.text;
+  }
+
+  started(): boolean {
+    return this.#responded && this.#headOut === undefined;
+  }
+
+  body(chunk: Buffer): boolean {
+    const client = this.socket;
+    let ok: boolean;
+    const head = this.#headOut;
+    if (head === undefined) ok = client.write(chunk);
+    else {
+      this.#headOut = undefined;
+      if (chunk.length <= COALESCE_BYTES) {
+        const out = Buffer.allocUnsafe(head.length + chunk.length);
+        out.write(head, 0, 'latin1');
+        chunk.copy(out, head.length);
+        ok = client.write(out);
+      } else {
+        client.write(head, 'latin1');
+        ok = client.write(chunk);
+      }
+    }
+    if (!ok) client.once('drain', this.#exchange.resumeUpstream);
+    return ok;
+  }
+
+  flush(): void {
+    const head = this.#headOut;
+    if (head !== undefined) {
+      this.#headOut = undefined;
+      this.socket.write(head, 'latin1');
+    }
+  }
+
+  end(status: number): void {
+    this.#answered(status, undefined);
+    this.#next();
+  }
+
+  /** A local reply for the current request (nothing of a response was written yet). */
+  reply(reason: LocalReason): void {
+    // A response head held back (no body byte went out) is replaced by the reply.
+    this.#headOut = undefined;
+    const close = this.#closeAfter || this.#state === S_BODY || LOCAL_REPLIES[reason].closes;
+    this.#answered(LOCAL_REPLIES[reason].status, reason);
+    this.socket.write(rawReply(reason, this.#method, close), 'latin1');
+    if (close) this.#closeAfter = true;
+    this.#next();
+  }
+
+  cut(reason: 'upstream-cut' | 'timeout'): void {
+    this.#answered(0, reason);
+    this.#destroy();
+  }
+
+  upgraded(conn: UpstreamConnection, head: ResponseHead, rest: Buffer): void {
+    this.#answered(101, undefined);
+    const requested = this.#exchange.upgrade ?? '';
+    this.#state = S_CLOSED;
+    this.#detach();
+    const early = this.#buf;
+    this.#buf = undefined;
+    spliceUpgrade(this.socket, conn.socket, head, requested, rest, early);
+    if (this.#paused) this.socket.resume();
   }
 
   // ---- ending requests and the connection ----
@@ -391,30 +472,21 @@ export class Http1Downstream {
     }
   }
 
-  /** A local reply for the current request (nothing of a response was written yet). */
-  #failRequest(status: number, reason: string): void {
-    const close = this.#closeAfter || this.#state === S_BODY;
-    this.#answered(status, reason);
-    this.socket.write(rawReply(status, reason, close), 'latin1');
-    if (close) this.#closeAfter = true;
-    this.#next();
-  }
-
-  /** Refuses the request before anything went upstream; `close` ends the connection after. */
-  #reject(status: number, reason: string, closeConnection: boolean): void {
+  /** Refuses the request before anything went upstream; `closeConnection` ends the connection after. */
+  #reject(reason: LocalReason, closeConnection: boolean, method: string): void {
     const close = closeConnection || this.#closeAfter;
     const ctx = this.#ctx;
     ctx.metrics.rejected(ctx.listener, reason);
-    ctx.metrics.observeDownstream(ctx.listener, status);
+    ctx.metrics.observeDownstream(ctx.listener, LOCAL_REPLIES[reason].status);
     if (close) {
       this.#buf = undefined;
       this.#state = S_CLOSED;
-      this.socket.end(rawReply(status, reason, true), 'latin1');
+      this.socket.end(rawReply(reason, method, true), 'latin1');
       this.socket.destroySoon();
       this.#release();
       return;
     }
-    this.socket.write(rawReply(status, reason, false), 'latin1');
+    this.socket.write(rawReply(reason, method, false), 'latin1');
     this.#state = S_HEAD;
   }
 
@@ -423,12 +495,13 @@ export class Http1Downstream {
     this.#events++;
     this.#exchange.reset();
     this.#scanner = undefined;
+    this.#headOut = undefined;
     if (this.#closeAfter || this.#state === S_BODY) {
       this.#end();
       return;
     }
     this.#state = S_HEAD;
-    if (this.#paused) this.#resumeReading();
+    if (this.#paused) this.resumeBody();
     if (this.#buf !== undefined) this.#parse();
   }
 
