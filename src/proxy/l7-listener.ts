@@ -29,7 +29,8 @@ import type { ListenerConfig, ListenerTlsConfig } from './config-schema.js';
 import { ConnectionAdmission } from './connection-admission.js';
 import { DeadlineSweep } from './deadline-sweep.js';
 import { H2Front } from './h2-front.js';
-import { type Http1Context, Http1Downstream } from './http1/downstream-connection.js';
+import { Http1Downstream } from './http1/downstream-connection.js';
+import type { Http1Context } from './http1/http1-context.js';
 import type { Swept } from './http1/upstream-exchange.js';
 import type { AccessEntry, L7Front, L7State } from './l7-front.js';
 import { ListenerRecycling } from './listener-recycling.js';
@@ -86,7 +87,7 @@ export class L7Listener {
   /** Connections on the proxy's own HTTP/1.1 data path. */
   readonly #fast = new Set<Http1Downstream>();
   readonly #clientCerts = new WeakMap<Socket, string | undefined>();
-  readonly #fastContext: Http1Context;
+  readonly #fastContext: Http1Context<Http1Downstream>;
   readonly #shutdown = new Shutdown();
 
   constructor(config: ListenerConfig, deps: L7ListenerDeps) {

@@ -1,61 +1,41 @@
 /**
- * One client connection on the proxy's HTTP/1.1 data path: the framing side. The proxy reads
- * the socket itself: each request head is parsed strictly (`parseRequestHead`), routed by the
- * one router (`routeHttp1`), and handed to the connection's `Http1Exchange` — the one HTTP/1.1
- * upstream exchange, for which this connection is the `DownstreamSink` writing raw bytes.
- * Bodies are forwarded as the bytes arrive, in their original framing (Content-Length or
- * validated chunked), with backpressure both ways. Requests are answered strictly in order;
- * pipelined requests wait in the buffer.
- *
- * Refused without forwarding a byte: malformed or smuggling-prone heads and chunked bodies
- * (400, connection closed), oversized heads (431), and what the router refuses. Every local
- * reply follows HTTP semantics (no body for HEAD; `Connection: close` and a close when the
- * connection cannot be reused). An upgrade request (WebSocket) goes to one picked endpoint;
- * after its 101 the two sockets are spliced. `Expect: 100-continue` is answered here. Requests
- * this path does not carry (HTTP/1.0, `h2` clusters) hand the connection to the listener's
- * `node:http` server, bytes and all.
- *
- * Deadlines are checked by the listener's sweep (`check(nowMs)`), not by a timer per request:
- * the request head (`headersTimeoutMs`, 408), each read of a request body (`bodyReadTimeoutMs`)
- * and the whole request (`requestTimeoutMs`), the keep-alive idle limit, the exchange's upstream
- * deadlines, and the downstream recycling age. Each close by a deadline is counted by reason.
+ * One client connection on the proxy's HTTP/1.1 data path: the reading side. Each request head
+ * is parsed strictly (`parseRequestHead`), routed (`routeHttp1`, the one router) and handed to
+ * the connection's `Http1Exchange`, answered through its `RawDownstreamSink`; bodies are
+ * forwarded as they arrive, in their original framing, with backpressure both ways; pipelined
+ * requests wait in the buffer and are answered in order. Malformed or smuggling-prone heads and
+ * chunked bodies are refused (400/431, connection closed) without forwarding a byte; an upgrade
+ * (WebSocket) is spliced after its 101; `Expect: 100-continue` is answered here; HTTP/1.0 and
+ * requests for `h2` clusters hand the connection to node:http, bytes and all. Deadlines
+ * (`DownstreamDeadlines`) are checked by the listener's sweep, not a timer per request.
  */
 import type { Socket } from 'node:net';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
 import { LOCAL_REPLIES, type LocalReason, rawReply } from '../local-reply.js';
-import { ChunkedScanner } from './chunked-scanner.js';
+import { DownstreamDeadlines } from './downstream-deadlines.js';
 import type { Http1Context } from './http1-context.js';
-import { isHeadError, named, parseRequestHead, type RequestHead, type ResponseHead } from './message-head.js';
-import { routeHttp1 } from './request-route.js';
-import { responseHeadBytes } from './response-head-bytes.js';
+import { isHeadError, parseRequestHead, type RequestHead, type ResponseHead } from './message-head.js';
+import { type RawConnectionOwner, RawDownstreamSink } from './raw-downstream-sink.js';
+import { RequestBodyReader } from './request-body-reader.js';
+import { RequestRecord } from './request-record.js';
+import { expectationMet, methodOfHead, routeHttp1 } from './request-route.js';
 import { spliceUpgrade } from './upgrade-tunnel.js';
-import { type DownstreamSink, Http1Exchange } from './upstream-exchange.js';
+import { Http1Exchange } from './upstream-exchange.js';
 import type { UpstreamConnection } from './upstream-pool.js';
-
-export type { AccessEntry, Http1Context } from './http1-context.js';
 
 /** The interim answer to `Expect: 100-continue`. */
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
-/** A recycled connection past its age closes once it has been quiet this long. */
-const IDLE_CLOSE_DELAY_MS = 250;
-/** Response bodies up to this size leave in the same write as their head. */
-const COALESCE_BYTES = 16 * 1024;
 
 const S_HEAD = 0;
 const S_BODY = 1;
 const S_WAIT = 2;
 const S_CLOSED = 3;
 
-/** The method of a request whose head was refused as malformed (a HEAD still gets no body). */
-function methodOf(buf: Buffer): string {
-  return buf.length >= 5 && buf.toString('latin1', 0, 5) === 'HEAD ' ? 'HEAD' : 'GET';
-}
-
-export class Http1Downstream implements DownstreamSink {
+export class Http1Downstream {
   readonly socket: Socket;
-  readonly decoded = false;
-  readonly #ctx: Http1Context;
+  readonly #ctx: Http1Context<Http1Downstream>;
   readonly #client: { readonly address: string; readonly cert: string | undefined };
+  #released = false;
   readonly #exchange: Http1Exchange;
   #state = S_HEAD;
   #buf: Buffer | undefined;
@@ -64,23 +44,13 @@ export class Http1Downstream implements DownstreamSink {
   #events = 0;
   /** Request heads parsed on this connection. */
   #heads = 0;
-  /** What the sweep saw last, and since when. */
-  readonly #timing = { events: 0, quietSinceMs: 0, headSeq: 0, headSinceMs: 0, bodySeq: 0, bodySinceMs: 0 };
+  readonly #deadlines: DownstreamDeadlines;
   // ---- the current request ----
-  #method = '';
-  #path = '';
-  /** When the request began (clock ms), read only for the access log. */
-  #requestStartMs = 0;
-  #bodyRemaining = 0;
-  #scanner: ChunkedScanner | undefined;
+  readonly #record: RequestRecord;
+  readonly #bodyReader = new RequestBodyReader();
+  readonly #sink: RawDownstreamSink;
   #closeAfter = false;
-  /** A response head held until its first body bytes (or the end): a small response leaves in one write. */
-  #headOut: string | undefined;
-  /** Something of the current response was written. */
-  #responded = false;
   // ---- recycling (`listeners[].recycle`) ----
-  readonly #openedAtMs: number;
-  readonly #maxAgeMs: number | undefined;
   /** Requests forwarded on this connection. */
   #requests = 0;
   /** Set by `retire()`: every later response carries `Connection: close`. */
@@ -90,15 +60,15 @@ export class Http1Downstream implements DownstreamSink {
   readonly #onClose = (): void => this.#closed();
   readonly #onError = (): void => {};
 
-  constructor(socket: Socket, ctx: Http1Context) {
+  constructor(socket: Socket, ctx: Http1Context<Http1Downstream>) {
     this.socket = socket;
     this.#ctx = ctx;
     this.#client = { address: socket.remoteAddress ?? '', cert: ctx.clientCert(socket) };
-    const now = ctx.clock.now();
-    this.#openedAtMs = now;
-    this.#timing.quietSinceMs = now;
-    this.#maxAgeMs = ctx.recycle?.drawMaxAgeMs();
-    this.#exchange = new Http1Exchange(this);
+    this.#record = new RequestRecord(ctx, this.#client.address);
+    this.#deadlines = new DownstreamDeadlines(ctx.limits, ctx.clock.now(), ctx.recycle?.drawMaxAgeMs());
+    this.#sink = new RawDownstreamSink(socket, this.#owner());
+    this.#exchange = new Http1Exchange(this.#sink);
+    this.#sink.resumeUpstream = this.#exchange.resumeUpstream;
     socket.on('data', this.#onData);
     socket.on('end', this.#onEnd);
     socket.on('close', this.#onClose);
@@ -125,14 +95,10 @@ export class Http1Downstream implements DownstreamSink {
     return this.#state === S_BODY || this.#state === S_WAIT;
   }
 
-  /**
-   * Retires the connection at a response boundary, never while idle (the client may be writing
-   * its next request): the response in progress carries `Connection: close` if its head is not
-   * sent yet, else the next response does.
-   */
+  /** Retires the connection at a response boundary (`Connection: close` on the next head to go out), never while idle. */
   retire(): void {
     this.#retired = true;
-    if (this.busy && !this.#responded) this.#closeAfter = true;
+    if (this.busy && !this.#sink.responded) this.#closeAfter = true;
   }
 
   /** Closes now when idle, else after the current response. */
@@ -142,70 +108,42 @@ export class Http1Downstream implements DownstreamSink {
     else this.#closeAfter = true;
   }
 
-  /**
-   * Timeouts and recycling age; called by the listener's sweep. The hot path keeps counters
-   * only (reads, requests); the sweep notes when each last changed, so deadlines are measured
-   * to within one sweep interval without reading the clock per request.
-   */
+  /** Deadlines and recycling age, on the listener's sweep (see `DownstreamDeadlines`). */
   check(nowMs: number): void {
-    const t = this.#timing;
-    if (t.events !== this.#events) {
-      t.events = this.#events;
-      t.quietSinceMs = nowMs;
-    }
-    const limits = this.#ctx.limits;
-    switch (this.#state) {
-      case S_HEAD:
-        if (this.#buf !== undefined) {
-          // A partial head of the next request: time it from when it was first seen.
-          if (t.headSeq !== this.#heads + 1) {
-            t.headSeq = this.#heads + 1;
-            t.headSinceMs = nowMs;
-          } else if (nowMs - t.headSinceMs >= limits.headersTimeoutMs) {
-            this.#ctx.deadline('request-head');
-            this.#reject('request-timeout', true, methodOf(this.#buf));
-          }
-        } else if (nowMs - t.quietSinceMs >= limits.idleTimeoutMs) {
-          this.#ctx.deadline('idle');
-          this.#end();
-        } else if (
-          this.#maxAgeMs !== undefined &&
-          nowMs - this.#openedAtMs >= this.#maxAgeMs &&
-          nowMs - t.quietSinceMs >= IDLE_CLOSE_DELAY_MS
-        ) {
-          this.#end();
-        }
+    const state = this.#state;
+    if (state === S_CLOSED) return;
+    const verdict = this.#deadlines.check(nowMs, {
+      phase: state === S_HEAD ? 'head' : state === S_BODY ? 'body' : 'wait',
+      partialHead: this.#buf !== undefined,
+      events: this.#events,
+      heads: this.#heads,
+      paused: this.#paused,
+    });
+    switch (verdict) {
+      case 'none':
+        if (state !== S_HEAD) this.#exchange.check(nowMs);
         return;
-      case S_BODY:
-        if (t.bodySeq !== this.#heads) {
-          t.bodySeq = this.#heads;
-          t.bodySinceMs = nowMs;
-        } else if (limits.requestTimeoutMs > 0 && nowMs - t.bodySinceMs >= limits.requestTimeoutMs) {
-          this.#bodyTimedOut('request');
-          return;
-        }
-        // A client the proxy paused (backpressure) is not stalling.
-        if (!this.#paused && limits.bodyReadTimeoutMs > 0 && nowMs - t.quietSinceMs >= limits.bodyReadTimeoutMs) {
-          this.#bodyTimedOut('request-body');
-          return;
-        }
-        this.#exchange.check(nowMs);
+      case 'request-head':
+        this.#ctx.deadline('request-head');
+        this.#reject('request-timeout', true, methodOfHead(this.#buf as Buffer));
         return;
-      case S_WAIT:
-        this.#exchange.check(nowMs);
+      case 'idle':
+        this.#ctx.deadline('idle');
+        this.#end();
+        return;
+      case 'aged':
+        this.#end();
         return;
       default:
-        return;
+        this.#bodyTimedOut(verdict);
     }
   }
 
   #bodyTimedOut(reason: 'request' | 'request-body'): void {
     this.#ctx.deadline(reason);
-    if (this.#responded) this.#abortAll();
-    else {
-      this.#exchange.abort('aborted');
-      this.reply('request-timeout');
-    }
+    this.#exchange.abort(this.#sink.responded ? 'transport-error' : 'aborted');
+    if (!this.#sink.responded) this.#sink.reply('request-timeout');
+    else this.#sink.cut('timeout');
   }
 
   // ---- reading the client ----
@@ -223,7 +161,7 @@ export class Http1Downstream implements DownstreamSink {
       case S_WAIT:
         // Pipelined: keep it for later, but not without bound.
         this.#buf = this.#buf === undefined ? chunk : Buffer.concat([this.#buf, chunk]);
-        if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.pauseBody();
+        if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.#pause();
         return;
       default:
         return;
@@ -237,7 +175,7 @@ export class Http1Downstream implements DownstreamSink {
       const head = parseRequestHead(buf, 0, limits.maxHeaderBytes, limits.maxHeaderCount);
       if (head === undefined) return;
       if (isHeadError(head)) {
-        this.#reject(head.reason as LocalReason, true, methodOf(buf));
+        this.#reject(head.reason as LocalReason, true, methodOfHead(buf));
         return;
       }
       this.#heads++;
@@ -258,10 +196,12 @@ export class Http1Downstream implements DownstreamSink {
       return;
     }
     const hasBody = head.chunked || head.contentLength > 0;
-    this.#method = head.method;
+    this.#record.begin(head.method, head.target);
     this.#closeAfter = head.close || this.#retired;
-    this.#path = head.target;
-    if (head.expect && !this.#expectation(head, hasBody)) return;
+    if (head.expect && !expectationMet(head)) {
+      this.#reject('expectation-failed', hasBody, head.method);
+      return;
+    }
     const route = routeHttp1(head, hasBody, ctx, this.#client);
     if (route.type === 'reject') {
       this.#reject(route.reason, route.close, head.method);
@@ -271,23 +211,16 @@ export class Http1Downstream implements DownstreamSink {
       this.#handoff(buf);
       return;
     }
-    this.#requestStartMs = ctx.state().accessLog ? ctx.clock.now() : 0;
-    this.#path = route.path;
+    this.#record.forwarded(route.path);
     this.#requests++;
-    this.#responded = false;
     if (ctx.recycle !== undefined && this.#recycleNow()) this.#closeAfter = true;
     const exchange = this.#exchange;
     exchange.start(route);
     if (head.expect && hasBody) this.socket.write(CONTINUE, 'latin1');
+    this.#sink.reset();
     if (hasBody) {
       this.#state = S_BODY;
-      if (head.chunked) {
-        this.#scanner = new ChunkedScanner(ctx.limits.maxHeaderBytes);
-        this.#bodyRemaining = -1;
-      } else {
-        this.#scanner = undefined;
-        this.#bodyRemaining = head.contentLength;
-      }
+      this.#bodyReader.start(head.chunked, head.contentLength, ctx.limits.maxHeaderBytes);
       // Look at the body bytes already here before sending anything: a malformed chunked
       // body that came with its head is refused without the head reaching a backend.
       this.#buf = undefined;
@@ -299,48 +232,20 @@ export class Http1Downstream implements DownstreamSink {
     exchange.send();
   }
 
-  /**
-   * `Expect` (RFC 9110 §10.1.1): `100-continue` is answered here — the client may send its body
-   * — once the request is routed (the upstream never sees the header); any other expectation
-   * gets 417. False when the request was refused.
-   */
-  #expectation(head: RequestHead, hasBody: boolean): boolean {
-    for (let i = 0; i < head.headers.length; i += 2) {
-      const name = head.headers[i] as string;
-      if (name.length !== 6 || !named(name, 'expect')) continue;
-      if ((head.headers[i + 1] as string).trim().toLowerCase() === '100-continue') continue;
-      this.#reject('expectation-failed', hasBody, head.method);
-      return false;
-    }
-    return true;
-  }
-
   /** Recycling: is the request just started the connection's last? */
   #recycleNow(): boolean {
     const policy = this.#ctx.recycle as LifetimePolicy;
-    if (policy.isLastRequest(this.#requests)) return true;
-    return this.#maxAgeMs !== undefined && this.#ctx.clock.now() - this.#openedAtMs >= this.#maxAgeMs;
+    return policy.isLastRequest(this.#requests) || this.#deadlines.aged(this.#ctx.clock.now());
   }
 
   #body(chunk: Buffer, from: number): void {
     const len = chunk.length;
-    let end: number;
-    let done: boolean;
-    const scanner = this.#scanner;
-    if (scanner === undefined) {
-      const n = Math.min(this.#bodyRemaining, len - from);
-      this.#bodyRemaining -= n;
-      end = from + n;
-      done = this.#bodyRemaining === 0;
-    } else {
-      end = scanner.scan(chunk, from, len);
-      if (end < 0) {
-        // Part of the body may have gone upstream: that request is lost, and so is the connection.
-        if (this.#exchange.active) this.#exchange.abort('aborted');
-        this.#reject('bad-request', true, this.#method);
-        return;
-      }
-      done = scanner.done;
+    const { end, done } = this.#bodyReader.read(chunk, from);
+    if (end < 0) {
+      // Part of the body may have gone upstream: that request is lost, and so is the connection.
+      if (this.#exchange.active) this.#exchange.abort('aborted');
+      this.#reject('bad-request', true, this.#record.method);
+      return;
     }
     if (end > from) this.#exchange.forward(from === 0 && end === len ? chunk : chunk.subarray(from, end));
     if (!done) return;
@@ -348,128 +253,56 @@ export class Http1Downstream implements DownstreamSink {
     this.#exchange.bodySent();
     if (end < len) {
       this.#buf = chunk.subarray(end);
-      if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.pauseBody();
+      if (this.#buf.length > this.#ctx.limits.maxHeaderBytes) this.#pause();
     }
   }
 
-  // ---- DownstreamSink: what the exchange writes ----
-
-  closed(): boolean {
-    return this.#state === S_CLOSED;
-  }
-
-  bodyDone(): boolean {
-    return this.#state !== S_BODY;
-  }
-
-  bodyPaused(): boolean {
-    return this.#paused;
+  /** What the response side (`RawDownstreamSink`) may do to this connection (private state stays private). */
+  #owner(): RawConnectionOwner {
+    return {
+      closed: () => this.#state === S_CLOSED,
+      readingBody: () => this.#state === S_BODY,
+      method: () => this.#record.method,
+      closeAfter: () => this.#closeAfter,
+      setCloseAfter: () => {
+        this.#closeAfter = true;
+      },
+      pause: () => this.#pause(),
+      resume: () => this.#resume(),
+      paused: () => this.#paused,
+      answered: (status, reason) => this.#answered(status, reason),
+      next: () => this.#next(),
+      destroy: () => this.#destroy(),
+      upgraded: (conn, head, rest) => {
+        const requested = this.#exchange.upgrade ?? '';
+        this.#state = S_CLOSED;
+        this.#detach();
+        const early = this.#buf;
+        this.#buf = undefined;
+        spliceUpgrade(this.socket, conn.socket, head, requested, rest, early);
+        if (this.#paused) this.socket.resume();
+      },
+    };
   }
 
   /** Stops reading the client; false when it was paused already. */
-  pauseBody(): boolean {
+  #pause(): boolean {
     if (this.#paused) return false;
     this.#paused = true;
     this.socket.pause();
     return true;
   }
 
-  resumeBody(): void {
+  #resume(): void {
     if (!this.#paused || this.#state === S_CLOSED) return;
     this.#paused = false;
     this.socket.resume();
   }
 
-  head(head: ResponseHead): void {
-    // A response before the whole request arrived: the rest of the request cannot be read.
-    if (this.#state === S_BODY) this.#closeAfter = true;
-    const out = responseHeadBytes(head, this.#method, this.#closeAfter);
-    if (out.close) this.#closeAfter = true;
-    this.#responded = true;
-    this.#headOut = out.text;
-  }
-
-  started(): boolean {
-    return this.#responded && this.#headOut === undefined;
-  }
-
-  body(chunk: Buffer): boolean {
-    const client = this.socket;
-    let ok: boolean;
-    const head = this.#headOut;
-    if (head === undefined) ok = client.write(chunk);
-    else {
-      this.#headOut = undefined;
-      if (chunk.length <= COALESCE_BYTES) {
-        const out = Buffer.allocUnsafe(head.length + chunk.length);
-        out.write(head, 0, 'latin1');
-        chunk.copy(out, head.length);
-        ok = client.write(out);
-      } else {
-        client.write(head, 'latin1');
-        ok = client.write(chunk);
-      }
-    }
-    if (!ok) client.once('drain', this.#exchange.resumeUpstream);
-    return ok;
-  }
-
-  flush(): void {
-    const head = this.#headOut;
-    if (head !== undefined) {
-      this.#headOut = undefined;
-      this.socket.write(head, 'latin1');
-    }
-  }
-
-  end(status: number): void {
-    this.#answered(status, undefined);
-    this.#next();
-  }
-
-  /** A local reply for the current request (nothing of a response was written yet). */
-  reply(reason: LocalReason): void {
-    // A response head held back (no body byte went out) is replaced by the reply.
-    this.#headOut = undefined;
-    const close = this.#closeAfter || this.#state === S_BODY || LOCAL_REPLIES[reason].closes;
-    this.#answered(LOCAL_REPLIES[reason].status, reason);
-    this.socket.write(rawReply(reason, this.#method, close), 'latin1');
-    if (close) this.#closeAfter = true;
-    this.#next();
-  }
-
-  cut(reason: 'upstream-cut' | 'timeout'): void {
-    this.#answered(0, reason);
-    this.#destroy();
-  }
-
-  upgraded(conn: UpstreamConnection, head: ResponseHead, rest: Buffer): void {
-    this.#answered(101, undefined);
-    const requested = this.#exchange.upgrade ?? '';
-    this.#state = S_CLOSED;
-    this.#detach();
-    const early = this.#buf;
-    this.#buf = undefined;
-    spliceUpgrade(this.socket, conn.socket, head, requested, rest, early);
-    if (this.#paused) this.socket.resume();
-  }
-
   // ---- ending requests and the connection ----
 
   #answered(status: number, reason: string | undefined): void {
-    const ctx = this.#ctx;
-    ctx.metrics.observeDownstream(ctx.listener, status);
-    if (ctx.state().accessLog) {
-      ctx.access({
-        client: this.#client.address,
-        method: this.#method,
-        path: this.#path,
-        status,
-        reason,
-        startMs: this.#requestStartMs,
-        cluster: this.#exchange.cluster?.name ?? '',
-      });
-    }
+    this.#record.answered(status, reason, this.#exchange.cluster?.name ?? '');
   }
 
   /** Refuses the request before anything went upstream; `closeConnection` ends the connection after. */
@@ -494,14 +327,13 @@ export class Http1Downstream implements DownstreamSink {
   #next(): void {
     this.#events++;
     this.#exchange.reset();
-    this.#scanner = undefined;
-    this.#headOut = undefined;
+    this.#bodyReader.clear();
     if (this.#closeAfter || this.#state === S_BODY) {
       this.#end();
       return;
     }
     this.#state = S_HEAD;
-    if (this.#paused) this.resumeBody();
+    if (this.#paused) this.#resume();
     if (this.#buf !== undefined) this.#parse();
   }
 
@@ -536,12 +368,6 @@ export class Http1Downstream implements DownstreamSink {
     this.#release();
   }
 
-  #abortAll(): void {
-    this.#exchange.abort('transport-error');
-    this.#answered(0, 'timeout');
-    this.#destroy();
-  }
-
   #closed(): void {
     if (this.#exchange.active) {
       this.#exchange.abort('aborted');
@@ -550,8 +376,6 @@ export class Http1Downstream implements DownstreamSink {
     this.#state = S_CLOSED;
     this.#release();
   }
-
-  #released = false;
 
   #release(): void {
     if (this.#released) return;

@@ -11,10 +11,9 @@ import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
 import type { ListenerLimits } from '../config-schema.js';
 import type { AccessEntry, L7State } from '../l7-front.js';
-import type { Http1Downstream } from './downstream-connection.js';
 
-/** What a downstream connection needs from its listener. */
-export interface Http1Context {
+/** What a downstream connection (`Conn`, the data path's `Http1Downstream`) needs from its listener. */
+export interface Http1Context<Conn = unknown> {
   readonly listener: string;
   readonly proto: 'http' | 'https';
   readonly limits: ListenerLimits;
@@ -32,7 +31,7 @@ export interface Http1Context {
   /** Writes an access-log line (called only when the access log is on). */
   access(entry: AccessEntry): void;
   /** The connection is done with this data path (closed or handed off). */
-  released(conn: Http1Downstream): void;
+  released(conn: Conn): void;
   /** Counts a connection the proxy closed itself, by the deadline that closed it. */
   deadline(reason: DeadlineReason): void;
 }

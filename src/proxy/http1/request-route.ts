@@ -13,9 +13,10 @@
  */
 import { requestFraming, serializeHeaders, upstreamRequestHeaders } from '../hop-headers.js';
 import { LOCAL_REPLIES, type LocalReason } from '../local-reply.js';
+import type { ProxyCluster } from '../proxy-cluster.js';
 import { routeRequest, unavailable } from '../request-router.js';
-import type { Http1Context } from './http1-context.js';
-import type { RequestHead } from './message-head.js';
+import type { RouteTable } from '../route-table.js';
+import { named, type RequestHead } from './message-head.js';
 import type { ExchangeRequest } from './upstream-exchange.js';
 
 /** A request forwarded on the data path. */
@@ -31,6 +32,14 @@ export type RouteDecision =
   /** A cluster this path does not reach (`h2`): node:http takes the connection. */
   | { readonly type: 'handoff' };
 
+/** What routing reads of the listener (the data path's `Http1Context` is one). */
+export interface RouteContext {
+  readonly proto: 'http' | 'https';
+  /** `listeners[].trustForwardedHeaders`: keep the client's forwarding headers. */
+  readonly trustForwarded: boolean;
+  state(): { readonly routes: RouteTable<ProxyCluster> };
+}
+
 /** Who sent the request, for the forwarding headers. */
 export interface ClientInfo {
   readonly address: string;
@@ -45,7 +54,7 @@ function reject(reason: LocalReason, hasBody: boolean): RouteDecision {
 }
 
 /** Decides what happens to `head`; `hasBody` when a body follows (a refusal then closes the connection). */
-export function routeHttp1(head: RequestHead, hasBody: boolean, ctx: Http1Context, client: ClientInfo): RouteDecision {
+export function routeHttp1(head: RequestHead, hasBody: boolean, ctx: RouteContext, client: ClientInfo): RouteDecision {
   const method = head.method;
   let upgrade = head.upgrade;
   if (upgrade !== undefined && H2C.test(upgrade)) upgrade = undefined;
@@ -80,4 +89,31 @@ export function routeHttp1(head: RequestHead, hasBody: boolean, ctx: Http1Contex
     upgrade,
     upHead: `${method} ${routed.path} HTTP/1.1\r\n${serializeHeaders(headers)}${framing}${upgrading}\r\n`,
   };
+}
+
+/**
+ * `Expect` (RFC 9110 §10.1.1): `100-continue` is met here — the data path answers it once the
+ * request is routed, and the upstream never sees the header; any other expectation is not (417).
+ *
+ * @example
+ * expectationMet(head); // false for `Expect: something-else`
+ */
+export function expectationMet(head: RequestHead): boolean {
+  for (let i = 0; i < head.headers.length; i += 2) {
+    const name = head.headers[i] as string;
+    if (name.length !== 6 || !named(name, 'expect')) continue;
+    if ((head.headers[i + 1] as string).trim().toLowerCase() !== '100-continue') return false;
+  }
+  return true;
+}
+
+/**
+ * The method of a request whose head was refused before it parsed (a reply to HEAD still gets
+ * no body); GET for anything else.
+ *
+ * @example
+ * methodOfHead(Buffer.from('HEAD / HTTP/1.1\r\nHost : x\r\n\r\n')); // 'HEAD'
+ */
+export function methodOfHead(buf: Buffer): string {
+  return buf.length >= 5 && buf.toString('latin1', 0, 5) === 'HEAD ' ? 'HEAD' : 'GET';
 }
