@@ -214,7 +214,7 @@ export function withClusterDefaults(entry: Readonly<Record<string, unknown>>): R
 }
 
 /** `retryBufferBytes` when the file does not say: a withheld retryable response is buffered up to 64 KiB. */
-export const DEFAULT_RETRY_BUFFER_BYTES = 64 * 1024;
+const DEFAULT_RETRY_BUFFER_BYTES = 64 * 1024;
 
 function toOptions(config: unknown, table: ProxyFieldTable, read: FileReader): Record<string, unknown> {
   const out: Record<string, unknown> = {};

@@ -24,7 +24,7 @@ import type {
   RouteConfig,
 } from './config-schema.js';
 import { proxyConfigSchema } from './config-schema.js';
-import { defaultMaxConnections } from './connection-budget.js';
+import { defaultMaxConnections } from './listener/connection-budget.js';
 
 export const defaultListenerLimits: ListenerLimits = Object.freeze({
   maxHeaderBytes: 16 * 1024,

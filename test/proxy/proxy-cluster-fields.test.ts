@@ -33,8 +33,8 @@ import {
   proxyConfigSchema,
   proxyOnlyClusterProperties,
 } from '../../src/proxy/config-schema.js';
-import { ProxyCluster } from '../../src/proxy/proxy-cluster.js';
 import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+import { ProxyCluster } from '../../src/proxy/upstream/proxy-cluster.js';
 import { repoRoot } from '../support/run-cli.js';
 
 const clusterItem = proxyConfigSchema.properties.clusters.items as JsonSchema & {

@@ -11,17 +11,16 @@
  */
 import type { Socket } from 'node:net';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
-import { LOCAL_REPLIES, type LocalReason, rawReply } from '../local-reply.js';
+import { LOCAL_REPLIES, type LocalReason, rawReply } from '../routing/local-reply.js';
 import { DownstreamDeadlines } from './downstream-deadlines.js';
 import type { Http1Context } from './http1-context.js';
-import { isHeadError, parseRequestHead, type RequestHead, type ResponseHead } from './message-head.js';
+import { isHeadError, parseRequestHead, type RequestHead } from './message-head.js';
 import { type RawConnectionOwner, RawDownstreamSink } from './raw-downstream-sink.js';
 import { RequestBodyReader } from './request-body-reader.js';
 import { RequestRecord } from './request-record.js';
 import { expectationMet, methodOfHead, routeHttp1 } from './request-route.js';
 import { spliceUpgrade } from './upgrade-tunnel.js';
 import { Http1Exchange } from './upstream-exchange.js';
-import type { UpstreamConnection } from './upstream-pool.js';
 
 /** The interim answer to `Expect: 100-continue`. */
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';

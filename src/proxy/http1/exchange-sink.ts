@@ -4,8 +4,8 @@
  * protocol — the raw HTTP/1.1 data path, node:http, HTTP/2 streams), and the deadline sweep it
  * joins while a request is under way (`Swept`, `SweepMembership`).
  */
-import type { LocalReason } from '../local-reply.js';
-import type { ProxyCluster } from '../proxy-cluster.js';
+import type { LocalReason } from '../routing/local-reply.js';
+import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import type { ResponseHead } from './message-head.js';
 import type { Http1Upstream, UpstreamConnection } from './upstream-pool.js';
 

@@ -3,14 +3,14 @@
  * and the deadlines it can be closed by.
  */
 
-export type { AccessEntry } from '../l7-front.js';
+export type { AccessEntry } from '../listener/l7-front.js';
 
 import type { Socket } from 'node:net';
 import type { Clock } from '../../core/clock.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
 import type { ListenerLimits } from '../config-schema.js';
-import type { AccessEntry, L7State } from '../l7-front.js';
+import type { AccessEntry, L7State } from '../listener/l7-front.js';
 
 /** What a downstream connection (`Conn`, the data path's `Http1Downstream`) needs from its listener. */
 export interface Http1Context<Conn = unknown> {

@@ -8,7 +8,7 @@
  * connection is `RawConnectionOwner`.
  */
 import type { Socket } from 'node:net';
-import { LOCAL_REPLIES, type LocalReason, rawReply } from '../local-reply.js';
+import { LOCAL_REPLIES, type LocalReason, rawReply } from '../routing/local-reply.js';
 import type { DownstreamSink } from './exchange-sink.js';
 import type { ResponseHead } from './message-head.js';
 import { RawResponseWriter } from './raw-response-writer.js';

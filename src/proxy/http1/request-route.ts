@@ -11,11 +11,11 @@
  * follows that will not be read. An `h2c` upgrade is declined by ignoring it (RFC 9113 §3.1
  * leaves that to the server).
  */
-import { requestFraming, serializeHeaders, upstreamRequestHeaders } from '../hop-headers.js';
-import { LOCAL_REPLIES, type LocalReason } from '../local-reply.js';
-import type { ProxyCluster } from '../proxy-cluster.js';
-import { routeRequest, unavailable } from '../request-router.js';
-import type { RouteTable } from '../route-table.js';
+import { requestFraming, serializeHeaders, upstreamRequestHeaders } from '../routing/hop-headers.js';
+import { LOCAL_REPLIES, type LocalReason } from '../routing/local-reply.js';
+import { routeRequest, unavailable } from '../routing/request-router.js';
+import type { RouteTable } from '../routing/route-table.js';
+import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import { named, type RequestHead } from './message-head.js';
 import type { ExchangeRequest } from './upstream-exchange.js';
 

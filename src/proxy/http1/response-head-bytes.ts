@@ -5,7 +5,7 @@
  * the body runs until the upstream closes and so must the client connection. No framing header
  * for 1xx and 204 (RFC 9110 §8.6, RFC 9112 §6.1).
  */
-import { downstreamRawHeaders, serializeHeaders } from '../hop-headers.js';
+import { downstreamRawHeaders, serializeHeaders } from '../routing/hop-headers.js';
 import type { ResponseHead } from './message-head.js';
 
 /** `close` was asked for, or is needed because the body is close-delimited. */

@@ -11,12 +11,12 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { forwardRequestToH2 } from './h2-upstream-exchange.js';
-import { serializeHeaders, upstreamRequestHeaders } from './hop-headers.js';
-import type { L7Front } from './l7-front.js';
-import { LOCAL_REPLIES, type LocalReason, rawReply, replyHttp1 } from './local-reply.js';
+import { forwardRequestToH2 } from '../h2/h2-upstream-exchange.js';
+import type { L7Front } from '../listener/l7-front.js';
+import { serializeHeaders, upstreamRequestHeaders } from '../routing/hop-headers.js';
+import { LOCAL_REPLIES, type LocalReason, rawReply, replyHttp1 } from '../routing/local-reply.js';
+import { routeRequest, unavailable } from '../routing/request-router.js';
 import { NodeHttpSink } from './node-http-sink.js';
-import { routeRequest, unavailable } from './request-router.js';
 
 function clientErrorReason(code: string | undefined): LocalReason {
   if (code === 'HPE_HEADER_OVERFLOW') return 'header-too-large';

@@ -8,17 +8,12 @@
  * come, with backpressure; a client that goes away aborts the upstream request.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { downstreamRawHeaders, responseContentLength } from './hop-headers.js';
-import type { ResponseHead } from './http1/message-head.js';
-import {
-  type DownstreamSink,
-  type ExchangeRequest,
-  Http1Exchange,
-  type SweepMembership,
-} from './http1/upstream-exchange.js';
-import type { LocalReason } from './local-reply.js';
-import { replyHttp1 } from './local-reply.js';
+import { downstreamRawHeaders, responseContentLength } from '../routing/hop-headers.js';
+import type { LocalReason } from '../routing/local-reply.js';
+import { replyHttp1 } from '../routing/local-reply.js';
+import type { ResponseHead } from './message-head.js';
 import { StreamedRequest } from './streamed-request.js';
+import { type DownstreamSink, type ExchangeRequest, Http1Exchange, type SweepMembership } from './upstream-exchange.js';
 
 /** Called once per request with the final status (0 when it failed after the head) and the reason. */
 export type ExchangeDone = (status: number, reason: string | undefined) => void;

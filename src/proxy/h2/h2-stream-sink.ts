@@ -7,24 +7,24 @@
  * aborts the upstream request.
  */
 import type { ServerHttp2Stream } from 'node:http2';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import { downstreamResponseHeaders, isHopHeader, responseContentLength } from './hop-headers.js';
-import type { ResponseHead } from './http1/message-head.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import type { ResponseHead } from '../http1/message-head.js';
+import type { ExchangeDone } from '../http1/node-http-sink.js';
+import { StreamedRequest } from '../http1/streamed-request.js';
 import {
   type DownstreamSink,
   type ExchangeRequest,
   Http1Exchange,
   type SweepMembership,
-} from './http1/upstream-exchange.js';
-import { LOCAL_REPLIES, type LocalReason, reasonForError, replyHttp2 } from './local-reply.js';
-import type { ExchangeDone } from './node-http-sink.js';
-import { StreamedRequest } from './streamed-request.js';
+} from '../http1/upstream-exchange.js';
+import { downstreamResponseHeaders, isHopHeader, responseContentLength } from '../routing/hop-headers.js';
+import { LOCAL_REPLIES, type LocalReason, reasonForError, replyHttp2 } from '../routing/local-reply.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 type OutHeaders = Record<string, string | string[] | number>;
 
 /** A raw name/value list as a header object (lower-case names; repeated names joined in arrays). */
-export function headerObject(raw: readonly string[]): Headers {
+function headerObject(raw: readonly string[]): Headers {
   const out: Headers = {};
   for (let i = 0; i < raw.length; i += 2) {
     const name = (raw[i] as string).toLowerCase();

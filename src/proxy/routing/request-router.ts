@@ -8,8 +8,9 @@
  * serves is 404 and never forwarded (the proxy is not an open proxy), and a routed cluster with
  * nothing to pick is 503 with the reason. Pure: reads the route table, touches no socket.
  */
+
+import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import type { LocalReason } from './local-reply.js';
-import type { ProxyCluster } from './proxy-cluster.js';
 import { isValidHost, type RouteTable, splitRequestTarget } from './route-table.js';
 
 /** What the router reads of a request, whatever its protocol. */

@@ -6,12 +6,12 @@
  */
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { Clock } from '../core/clock.js';
-import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
-import type { ListenerConfig } from './config-schema.js';
+import type { Clock } from '../../core/clock.js';
+import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
+import type { ListenerConfig } from '../config-schema.js';
+import type { RouteTable } from '../routing/route-table.js';
+import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import type { DeadlineSweep } from './deadline-sweep.js';
-import type { ProxyCluster } from './proxy-cluster.js';
-import type { RouteTable } from './route-table.js';
 
 /** What a listener reads per request; swapped as a whole on reload. */
 export interface L7State {

@@ -5,8 +5,8 @@
  * and the sweep notes when each last changed. The timer runs only while there are members, and
  * is `unref()`ed by the clock.
  */
-import type { Clock, TimerHandle } from '../core/clock.js';
-import type { SweepMembership, Swept } from './http1/upstream-exchange.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
+import type { SweepMembership, Swept } from '../http1/upstream-exchange.js';
 
 export class DeadlineSweep implements SweepMembership {
   readonly #clock: Clock;

@@ -7,14 +7,14 @@
  */
 import http2, { type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
-import type { ConnectionAdmission } from './connection-admission.js';
+import type { ConnectionAdmission } from '../listener/connection-admission.js';
+import type { L7Front } from '../listener/l7-front.js';
+import { serializeHeaders, upstreamRequestHeaders } from '../routing/hop-headers.js';
+import { LOCAL_REPLIES, type LocalReason, replyHttp2 } from '../routing/local-reply.js';
+import { routeRequest, unavailable } from '../routing/request-router.js';
 import { H2SessionWatch } from './h2-session-watch.js';
 import { H2StreamSink } from './h2-stream-sink.js';
 import { forwardStreamToH2 } from './h2-upstream-exchange.js';
-import { serializeHeaders, upstreamRequestHeaders } from './hop-headers.js';
-import type { L7Front } from './l7-front.js';
-import { LOCAL_REPLIES, type LocalReason, replyHttp2 } from './local-reply.js';
-import { routeRequest, unavailable } from './request-router.js';
 
 const END_STREAM = 0x1;
 

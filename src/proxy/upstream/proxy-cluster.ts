@@ -15,19 +15,19 @@
  *
  * It also answers "why can nothing be picked" for 503 replies.
  */
-import { Cluster } from '../cluster/cluster.js';
-import type { ClusterObserver, ClusterOptions } from '../cluster/cluster-options.js';
-import type { ClusterStats } from '../cluster/cluster-stats.js';
-import type { Clock } from '../core/clock.js';
-import { systemClock } from '../core/clock.js';
-import { normalizeHost } from '../core/host.js';
-import { createRandom, type Random } from '../core/random.js';
-import type { EndpointSource } from '../discovery/endpoint-source.js';
-import { H2SessionPool } from '../pool/h2-session-pool.js';
-import { LifetimePolicy } from '../pool/lifetime-policy.js';
-import { clusterOptionsOf } from './cluster-config-fields.js';
-import type { ClusterConfig } from './config-schema.js';
-import { Http1Upstream } from './http1/upstream-pool.js';
+import { Cluster } from '../../cluster/cluster.js';
+import type { ClusterObserver, ClusterOptions } from '../../cluster/cluster-options.js';
+import type { ClusterStats } from '../../cluster/cluster-stats.js';
+import type { Clock } from '../../core/clock.js';
+import { systemClock } from '../../core/clock.js';
+import { normalizeHost } from '../../core/host.js';
+import { createRandom, type Random } from '../../core/random.js';
+import type { EndpointSource } from '../../discovery/endpoint-source.js';
+import { LifetimePolicy } from '../../pool/lifetime-policy.js';
+import { clusterOptionsOf } from '../cluster-config-fields.js';
+import type { ClusterConfig } from '../config-schema.js';
+import { H2SessionPool } from '../h2/h2-session-pool.js';
+import { Http1Upstream } from '../http1/upstream-pool.js';
 
 export interface ProxyClusterOptions {
   readonly clock?: Clock;

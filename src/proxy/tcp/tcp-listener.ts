@@ -15,18 +15,18 @@
  */
 import net, { type Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { hashKey } from '../balancing/picker.js';
-import type { Attempt, AttemptRequest } from '../cluster/attempt.js';
-import type { Clock, TimerHandle } from '../core/clock.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import type { Random } from '../core/random.js';
-import { Shutdown } from '../core/shutdown.js';
-import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
-import { LifetimePolicy } from '../pool/lifetime-policy.js';
-import type { ListenerConfig } from './config-schema.js';
-import { boundPort, ListenerSockets, listenAt } from './listener-sockets.js';
-import { statusForError } from './local-reply.js';
-import type { ProxyCluster } from './proxy-cluster.js';
+import { hashKey } from '../../balancing/picker.js';
+import type { Attempt, AttemptRequest } from '../../cluster/attempt.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import type { Random } from '../../core/random.js';
+import { Shutdown } from '../../core/shutdown.js';
+import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
+import { LifetimePolicy } from '../../pool/lifetime-policy.js';
+import type { ListenerConfig } from '../config-schema.js';
+import { boundPort, ListenerSockets, listenAt } from '../listener/listener-sockets.js';
+import { statusForError } from '../routing/local-reply.js';
+import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 
 const CONNECT_FAILURE = { type: 'connect-failure' } as const;
 /** A connection as the retry policy sees it: nothing is sent before the connect, and it is never "idempotent". */

@@ -5,11 +5,11 @@
  * outcome a finished stream ends its attempt with.
  */
 import http2 from 'node:http2';
-import type { Attempt } from '../cluster/attempt.js';
-import type { Cluster } from '../cluster/cluster.js';
-import type { RequestOutcome } from '../cluster/cluster-options.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import type { H2SessionLease, H2SessionPool } from '../pool/h2-session-pool.js';
+import type { Attempt } from '../../cluster/attempt.js';
+import type { Cluster } from '../../cluster/cluster.js';
+import type { RequestOutcome } from '../../cluster/cluster-options.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import type { H2SessionLease, H2SessionPool } from './h2-session-pool.js';
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
 const CONNECT_FAILURE = { type: 'connect-failure' } as const;

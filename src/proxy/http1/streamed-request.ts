@@ -5,7 +5,7 @@
  * exchange pauses and resumes the stream). The response side is the subclass's.
  */
 import type { Readable } from 'node:stream';
-import type { Http1Exchange } from './http1/upstream-exchange.js';
+import type { Http1Exchange } from './upstream-exchange.js';
 
 const LAST_CHUNK = Buffer.from('0\r\n\r\n', 'latin1');
 const CRLF = Buffer.from('\r\n', 'latin1');

@@ -23,14 +23,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ServerHttp2Stream } from 'node:http2';
-import type { RequestOutcome } from '../cluster/cluster-options.js';
-import type { TimerHandle } from '../core/clock.js';
-import type { H2SessionPool } from '../pool/h2-session-pool.js';
+import type { RequestOutcome } from '../../cluster/cluster-options.js';
+import type { TimerHandle } from '../../core/clock.js';
+import { downstreamResponseHeaders } from '../routing/hop-headers.js';
+import { LOCAL_REPLIES, type LocalReason, reasonForError, replyHttp1, replyHttp2 } from '../routing/local-reply.js';
+import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import { H2Deadlines } from './h2-deadlines.js';
+import type { H2SessionPool } from './h2-session-pool.js';
 import { connectStream, streamOutcome } from './h2-stream-attempt.js';
-import { downstreamResponseHeaders } from './hop-headers.js';
-import { LOCAL_REPLIES, type LocalReason, reasonForError, replyHttp1, replyHttp2 } from './local-reply.js';
-import type { ProxyCluster } from './proxy-cluster.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR } = http2.constants;
 const END_STREAM = 0x1;
@@ -38,7 +38,7 @@ const END_STREAM = 0x1;
 type H2Headers = Record<string, string | string[] | number | undefined>;
 
 /** `grpc-timeout` (`<digits><unit>`, units H M S m u n) in ms; undefined when absent or malformed. */
-export function parseGrpcTimeoutMs(value: string | undefined): number | undefined {
+function parseGrpcTimeoutMs(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const m = /^([0-9]{1,8})([HMSmun])$/.exec(value);
   if (m === null) return undefined;

@@ -5,7 +5,7 @@
  * them, not a failing upstream (it used to fall through to 502 `upstream-error`).
  */
 import { describe, expect, test } from 'vitest';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { bodiless, LOCAL_REPLIES, rawReply, statusForError } from './local-reply.js';
 
 const coded = (code: string): Error => Object.assign(new Error(code), { code });

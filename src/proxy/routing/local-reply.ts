@@ -68,9 +68,6 @@ export const LOCAL_REPLIES = Object.freeze({
 
 export type LocalReason = keyof typeof LOCAL_REPLIES;
 
-/** Why a request ended without a whole response (the access log's `reason` with status 0). */
-export type CutReason = 'client-closed' | 'upstream-cut' | 'timeout';
-
 /**
  * The local reply for an error that ended a request before any upstream answer. Nothing reached
  * an endpoint in the 503 cases, so a client may retry them; 502 means an upstream failed (reset

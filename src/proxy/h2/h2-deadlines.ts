@@ -6,8 +6,8 @@
  * is cancelled (RST_STREAM CANCEL) and the caller's handler answers the client.
  */
 import http2 from 'node:http2';
-import type { TimerHandle } from '../core/clock.js';
-import type { ProxyCluster } from './proxy-cluster.js';
+import type { TimerHandle } from '../../core/clock.js';
+import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 
 export interface H2DeadlineHandlers {
   /** No response head in time: answer 504 (the upstream stream is cancelled after). */

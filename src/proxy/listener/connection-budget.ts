@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 
 /** Descriptors kept for the process itself. */
-export const RESERVED_FDS = 64;
+const RESERVED_FDS = 64;
 /** The soft limit assumed when it cannot be read. */
 export const FALLBACK_OPEN_FILES = 1024;
 const MIN_CONNECTIONS = 16;
