@@ -9,14 +9,9 @@
 import type { ServerHttp2Stream } from 'node:http2';
 import { ErrorCodes, EvenlbError } from '../../core/errors.js';
 import type { ResponseHead } from '../http1/message-head.js';
-import type { ExchangeDone } from '../http1/node-http-sink.js';
+import type { ExchangeDone } from '../http1/streamed-request.js';
 import { StreamedRequest } from '../http1/streamed-request.js';
-import {
-  type DownstreamSink,
-  type ExchangeRequest,
-  Http1Exchange,
-  type SweepMembership,
-} from '../http1/upstream-exchange.js';
+import type { SweepMembership } from '../http1/upstream-exchange.js';
 import { downstreamResponseHeaders, isHopHeader, responseContentLength } from '../routing/hop-headers.js';
 import { LOCAL_REPLIES, type LocalReason, reasonForError, replyHttp2 } from '../routing/local-reply.js';
 
@@ -35,18 +30,16 @@ function headerObject(raw: readonly string[]): Headers {
   return out;
 }
 
-export class H2StreamSink extends StreamedRequest implements DownstreamSink {
+export class H2StreamSink extends StreamedRequest {
   readonly #stream: ServerHttp2Stream;
-  readonly #done: ExchangeDone;
   readonly #method: string;
   readonly #grpc: boolean;
-  readonly #exchange: Http1Exchange;
   #status = 0;
-  #finished = false;
   /** The upstream announced trailers: the stream waits for them before it ends. */
   #trailers = false;
   #head: OutHeaders | undefined;
 
+  /** Answers `stream` (`hasBody`: its body is forwarded; `grpc`: local replies in gRPC form); `send()` starts it. */
   constructor(
     stream: ServerHttp2Stream,
     method: string,
@@ -55,29 +48,14 @@ export class H2StreamSink extends StreamedRequest implements DownstreamSink {
     sweep: SweepMembership,
     hasBody: boolean,
   ) {
-    super(hasBody ? stream : null);
+    super(hasBody ? stream : null, stream, done, sweep);
     this.#stream = stream;
-    this.#done = done;
     this.#method = method;
     this.#grpc = grpc;
-    this.#exchange = new Http1Exchange(this, sweep);
-    stream.once('close', () => {
-      if (this.#finished) return;
-      this.#finished = true;
-      this.#exchange.abort('aborted');
-      this.#done(0, 'client-closed');
-    });
-  }
-
-  /** Sends the request (`chunked`: its body goes upstream chunked). */
-  send(request: ExchangeRequest, chunked: boolean): void {
-    this.#exchange.start(request);
-    this.feed(this.#exchange, chunked);
-    this.#exchange.send();
   }
 
   closed(): boolean {
-    return this.#finished || this.#stream.closed;
+    return this.finished || this.#stream.closed;
   }
 
   head(head: ResponseHead): void {
@@ -118,7 +96,7 @@ export class H2StreamSink extends StreamedRequest implements DownstreamSink {
         ErrorCodes.UPSTREAM_PROTOCOL,
         `upstream response head cannot be sent over HTTP/2: ${(err as Error).message}`,
       );
-      this.#exchange.abort('transport-error');
+      this.exchange.abort('transport-error');
       this.reply(reasonForError(e));
     }
   }
@@ -129,15 +107,12 @@ export class H2StreamSink extends StreamedRequest implements DownstreamSink {
     this.#respond();
     if (s.closed || s.writableEnded) return true;
     if (s.write(chunk)) return true;
-    s.once('drain', this.#exchange.resumeUpstream);
+    s.once('drain', this.exchange.resumeUpstream);
     return false;
   }
 
-  flush(): void {}
-
   end(status: number, trailers: readonly string[]): void {
-    if (this.#finished) return;
-    this.#finished = true;
+    if (!this.finish()) return;
     this.#respond();
     const s = this.#stream;
     if (this.#trailers && !s.closed) {
@@ -150,21 +125,19 @@ export class H2StreamSink extends StreamedRequest implements DownstreamSink {
       });
     }
     if (!s.writableEnded && !s.closed) s.end();
-    this.#done(status || this.#status, undefined);
+    this.done(status || this.#status, undefined);
   }
 
   reply(reason: LocalReason): void {
-    if (this.#finished) return;
-    this.#finished = true;
+    if (!this.finish()) return;
     this.#head = undefined;
     replyHttp2(this.#stream, reason, this.#grpc, this.#method);
-    this.#done(LOCAL_REPLIES[reason].status, reason);
+    this.done(LOCAL_REPLIES[reason].status, reason);
   }
 
   cut(reason: 'upstream-cut' | 'timeout'): void {
-    if (this.#finished) return;
-    this.#finished = true;
+    if (!this.finish()) return;
     if (!this.#stream.closed) this.#stream.close(0x2 /* INTERNAL_ERROR */);
-    this.#done(0, reason);
+    this.done(0, reason);
   }
 }

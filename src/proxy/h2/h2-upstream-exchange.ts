@@ -23,13 +23,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ServerHttp2Stream } from 'node:http2';
+import type { Attempt } from '../../cluster/attempt.js';
 import type { RequestOutcome } from '../../cluster/cluster-options.js';
 import type { TimerHandle } from '../../core/clock.js';
 import { downstreamResponseHeaders } from '../routing/hop-headers.js';
 import { LOCAL_REPLIES, type LocalReason, reasonForError, replyHttp1, replyHttp2 } from '../routing/local-reply.js';
 import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import { H2Deadlines } from './h2-deadlines.js';
-import type { H2SessionPool } from './h2-session-pool.js';
+import type { H2SessionLease, H2SessionPool } from './h2-session-pool.js';
 import { connectStream, streamOutcome } from './h2-stream-attempt.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR } = http2.constants;
@@ -79,6 +80,48 @@ function h2RequestHeaders(pseudo: H2Headers, forwarded: readonly string[]): H2He
   return out;
 }
 
+/** How `openStream` answers the client when there is no stream. */
+interface OpenAnswer {
+  /** The client is gone. */
+  gone(): boolean;
+  /** A local reply (and `done`). */
+  reply(reason: LocalReason): void;
+  done(status: number, reason: string | undefined): void;
+}
+
+/**
+ * The attempt, the session lease and the upstream stream for one request, or undefined when
+ * there is none (the client was answered locally, or is gone).
+ */
+async function openStream(
+  cluster: ProxyCluster,
+  method: string,
+  out: H2Headers,
+  endStream: boolean,
+  answer: OpenAnswer,
+): Promise<{ attempt: Attempt; lease: H2SessionLease; up: http2.ClientHttp2Stream } | undefined> {
+  const connected = await connectStream(cluster.cluster, cluster.h2 as H2SessionPool, method);
+  if (connected instanceof Error) {
+    answer.reply(reasonForError(connected));
+    return undefined;
+  }
+  const { attempt, lease } = connected;
+  if (answer.gone()) {
+    lease.release();
+    attempt.end('aborted');
+    answer.done(0, 'client-closed');
+    return undefined;
+  }
+  try {
+    return { attempt, lease, up: lease.session.request(out, { endStream }) };
+  } catch {
+    lease.release();
+    attempt.end('transport-error');
+    answer.reply('upstream-error');
+    return undefined;
+  }
+}
+
 /**
  * Forwards `down` to an endpoint of the `h2` cluster `cluster`. `done(status, reason)` is called
  * once when both sides are finished.
@@ -99,31 +142,15 @@ export async function forwardStreamToH2(
     replyHttp2(down, reason, grpc, method);
     done(LOCAL_REPLIES[reason].status, reason);
   };
-  const connected = await connectStream(cluster.cluster, cluster.h2 as H2SessionPool, method);
-  if (connected instanceof Error) {
-    reply(reasonForError(connected));
-    return;
-  }
-  const { attempt, lease } = connected;
-  if (down.closed || down.destroyed) {
-    lease.release();
-    attempt.end('aborted');
-    done(0, 'client-closed');
-    return;
-  }
   const pseudo: H2Headers = { ':method': headers[':method'], ':path': headers[':path'] };
   if (headers[':scheme'] !== undefined) pseudo[':scheme'] = headers[':scheme'];
-  const out = h2RequestHeaders(pseudo, upstreamHeaders);
-
-  let up: http2.ClientHttp2Stream;
-  try {
-    up = lease.session.request(out, { endStream });
-  } catch {
-    lease.release();
-    attempt.end('transport-error');
-    reply('upstream-error');
-    return;
-  }
+  const opened = await openStream(cluster, method, h2RequestHeaders(pseudo, upstreamHeaders), endStream, {
+    gone: () => down.closed || down.destroyed,
+    reply,
+    done,
+  });
+  if (opened === undefined) return;
+  const { attempt, lease, up } = opened;
   let status = 0;
   let trailers: http2.IncomingHttpHeaders | undefined;
   let finished = false;
@@ -238,31 +265,17 @@ export async function forwardRequestToH2(
     replyHttp1(res, reason);
     done(LOCAL_REPLIES[reason].status, reason);
   };
-  const connected = await connectStream(cluster.cluster, cluster.h2 as H2SessionPool, req.method ?? 'GET');
-  if (connected instanceof Error) {
-    reply(reasonForError(connected));
-    return;
-  }
-  const { attempt, lease } = connected;
-  if (res.destroyed || res.writableEnded) {
-    lease.release();
-    attempt.end('aborted');
-    done(0, 'client-closed');
-    return;
-  }
   const out = h2RequestHeaders(
     { ':method': req.method ?? 'GET', ':path': req.url ?? '/', ':scheme': 'http' },
     upstreamHeaders,
   );
-  let up: http2.ClientHttp2Stream;
-  try {
-    up = lease.session.request(out, { endStream: !hasBody });
-  } catch {
-    lease.release();
-    attempt.end('transport-error');
-    reply('upstream-error');
-    return;
-  }
+  const opened = await openStream(cluster, req.method ?? 'GET', out, !hasBody, {
+    gone: () => res.destroyed || res.writableEnded,
+    reply,
+    done,
+  });
+  if (opened === undefined) return;
+  const { attempt, lease, up } = opened;
   let status = 0;
   let finished = false;
   let cancelled = false;

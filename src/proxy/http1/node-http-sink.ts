@@ -12,11 +12,9 @@ import { downstreamRawHeaders, responseContentLength } from '../routing/hop-head
 import type { LocalReason } from '../routing/local-reply.js';
 import { replyHttp1 } from '../routing/local-reply.js';
 import type { ResponseHead } from './message-head.js';
-import { StreamedRequest } from './streamed-request.js';
-import { type DownstreamSink, type ExchangeRequest, Http1Exchange, type SweepMembership } from './upstream-exchange.js';
+import { type ExchangeDone, StreamedRequest } from './streamed-request.js';
 
-/** Called once per request with the final status (0 when it failed after the head) and the reason. */
-export type ExchangeDone = (status: number, reason: string | undefined) => void;
+import type { SweepMembership } from './upstream-exchange.js';
 
 function withoutTrailerHeader(list: string[]): string[] {
   const out: string[] = [];
@@ -36,39 +34,21 @@ function hasTransferEncoding(raw: readonly string[]): boolean {
   return false;
 }
 
-export class NodeHttpSink extends StreamedRequest implements DownstreamSink {
+export class NodeHttpSink extends StreamedRequest {
   readonly #res: ServerResponse;
-  readonly #done: ExchangeDone;
-  readonly #exchange: Http1Exchange;
   readonly #http10: boolean;
-  #finished = false;
   /** The response head, held until the first body bytes (or the end). */
   #head: { readonly status: number; readonly text: string; readonly list: string[] } | undefined;
 
-  /** Sends `request` for `req`, answering on `res`; `chunked`: the body goes upstream chunked. */
+  /** Answers `req` on `res` (`hasBody`: its body is forwarded); `send()` starts it. */
   constructor(req: IncomingMessage, res: ServerResponse, hasBody: boolean, done: ExchangeDone, sweep: SweepMembership) {
-    super(hasBody ? req : null);
+    super(hasBody ? req : null, res, done, sweep);
     this.#res = res;
-    this.#done = done;
     this.#http10 = req.httpVersionMinor === 0;
-    this.#exchange = new Http1Exchange(this, sweep);
-    res.once('close', () => {
-      if (this.#finished) return;
-      this.#finished = true;
-      this.#exchange.abort('aborted');
-      this.#done(0, 'client-closed');
-    });
-  }
-
-  /** Sends the request. */
-  send(request: ExchangeRequest, chunked: boolean): void {
-    this.#exchange.start(request);
-    this.feed(this.#exchange, chunked);
-    this.#exchange.send();
   }
 
   closed(): boolean {
-    return this.#finished;
+    return this.finished;
   }
 
   head(head: ResponseHead): void {
@@ -96,15 +76,12 @@ export class NodeHttpSink extends StreamedRequest implements DownstreamSink {
   body(chunk: Buffer): boolean {
     this.#writeHead();
     const ok = this.#res.write(chunk);
-    if (!ok) this.#res.once('drain', this.#exchange.resumeUpstream);
+    if (!ok) this.#res.once('drain', this.exchange.resumeUpstream);
     return ok;
   }
 
-  flush(): void {}
-
   end(status: number, trailers: readonly string[]): void {
-    if (this.#finished) return;
-    this.#finished = true;
+    if (!this.finish()) return;
     this.#writeHead();
     const res = this.#res;
     if (trailers.length > 0 && res.chunkedEncoding) {
@@ -113,21 +90,19 @@ export class NodeHttpSink extends StreamedRequest implements DownstreamSink {
       res.addTrailers(t);
     }
     res.end();
-    this.#done(status, undefined);
+    this.done(status, undefined);
   }
 
   reply(reason: LocalReason): void {
-    if (this.#finished) return;
-    this.#finished = true;
+    if (!this.finish()) return;
     this.#head = undefined;
     replyHttp1(this.#res, reason);
-    this.#done(this.#res.statusCode, reason);
+    this.done(this.#res.statusCode, reason);
   }
 
   cut(reason: 'upstream-cut' | 'timeout'): void {
-    if (this.#finished) return;
-    this.#finished = true;
+    if (!this.finish()) return;
     this.#res.destroy();
-    this.#done(0, reason);
+    this.done(0, reason);
   }
 }
