@@ -19,7 +19,7 @@ export interface DownstreamSink {
   head(head: ResponseHead): void;
   /** Something of the response reached the client (a held head does not count). */
   started(): boolean;
-  /** A piece of the body; false pauses the upstream until the sink calls `exchange.resumeUpstream()`. */
+  /** A piece of the body (ignored once the client is gone); false pauses the upstream until the sink calls `exchange.resumeUpstream()`. */
   body(chunk: Buffer): boolean;
   /** After each upstream read has been handled (a raw sink flushes a head it held). */
   flush(): void;

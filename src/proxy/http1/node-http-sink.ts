@@ -74,6 +74,7 @@ export class NodeHttpSink extends StreamedRequest {
   }
 
   body(chunk: Buffer): boolean {
+    if (this.finished) return true;
     this.#writeHead();
     const ok = this.#res.write(chunk);
     if (!ok) this.#res.once('drain', this.exchange.resumeUpstream);

@@ -35,6 +35,8 @@ export type { DownstreamSink, ExchangeRequest, SweepMembership, Swept } from './
 /** Request body bytes held while the upstream socket connects before the client is paused. */
 const MAX_PENDING_BODY_BYTES = 64 * 1024;
 
+const NO_TRAILERS: readonly string[] = Object.freeze([]);
+
 /** A response withheld for a retry: its head and its raw body bytes so far. */
 interface Held {
   readonly head: ResponseHead;
@@ -251,7 +253,6 @@ export class Http1Exchange implements ResponseSink, Swept {
       if (held.bytes > (this.#req as ExchangeRequest).cluster.config.retryBufferBytes) this.#release();
       return;
     }
-    if (this.#sink.closed()) return;
     const decoder = this.#decoder;
     if (decoder === undefined) this.#toSink(chunk);
     else decoder.decode(chunk, this.#toSink);
@@ -281,7 +282,7 @@ export class Http1Exchange implements ResponseSink, Swept {
     this.#sweep?.delete(this);
     if (this.#sink.closed()) return;
     this.#sink.flush();
-    this.#sink.end(status, this.#decoder?.trailers ?? []);
+    this.#sink.end(status, this.#decoder?.trailers ?? NO_TRAILERS);
   }
 
   onUpstreamError(err: Error, responded: boolean): void {
