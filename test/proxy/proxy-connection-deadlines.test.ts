@@ -81,6 +81,13 @@ beforeAll(async () => {
         limits: { tlsHandshakeTimeoutMs: 300 },
       },
       { name: 'small', address: '127.0.0.1:0', limits: { maxConnections: 4 } },
+      {
+        name: 'tls-small',
+        address: '127.0.0.1:0',
+        protocol: 'https',
+        tls: { cert: cert.cert, key: cert.key },
+        limits: { maxConnections: 2 },
+      },
     ],
     clusters: [
       { name: 'b', target: `static:///${backend.key}` },
@@ -225,5 +232,38 @@ describe('maxConnections', () => {
     );
     expect(await Promise.all(inFlight)).toEqual([200, 200, 200, 200]);
     expect([0, 200]).toContain(fifth);
+  });
+
+  it('HTTPS: an HTTP/2 session with a stream in flight is never closed to make room', async () => {
+    const port = proxy.listenerPort('tls-small') as number;
+    const sessions = [0, 1].map(() => {
+      const s = http2.connect(`https://127.0.0.1:${port}`, { rejectUnauthorized: false });
+      s.on('error', () => {});
+      return s;
+    });
+    try {
+      const inFlight = sessions.map(
+        (s) =>
+          new Promise<number>((resolve) => {
+            const req = s.request({ ':path': '/', ':authority': 'slow.test' });
+            let status = 0;
+            req.on('response', (h) => {
+              status = Number(h[':status']);
+            });
+            req.on('error', () => resolve(-1));
+            req.resume();
+            req.on('close', () => resolve(status));
+          }),
+      );
+      await waitFor(() => slow.inFlight >= 2, 5000, 'two streams in flight');
+      // A third connection finds no idle one to close: it is refused; the streams are untouched.
+      const third = net.connect(port, '127.0.0.1');
+      third.on('error', () => {});
+      third.resume();
+      await closedWithin(third, 5000);
+      expect(await Promise.all(inFlight)).toEqual([200, 200]);
+    } finally {
+      for (const s of sessions) s.destroy();
+    }
   });
 });

@@ -7,7 +7,7 @@
  */
 import http2, { type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
-import type { ConnectionAdmission } from '../listener/connection-admission.js';
+import { admittedSocket, type ConnectionAdmission } from '../listener/connection-admission.js';
 import type { L7Front } from '../listener/l7-front.js';
 import { serializeHeaders, upstreamRequestHeaders } from '../routing/hop-headers.js';
 import { LOCAL_REPLIES, type LocalReason, replyHttp2 } from '../routing/local-reply.js';
@@ -55,7 +55,7 @@ export class H2Front {
     this.#sessions.set(session, watch);
     front.sweep.add(watch);
     const socket = session.socket as Socket | undefined;
-    if (socket !== undefined) this.#admission.idleWhen(socket, () => watch.idle);
+    if (socket !== undefined) this.#admission.idleWhen(admittedSocket(socket), () => watch.idle);
     session.on('error', () => {});
     session.once('close', () => {
       this.#sessions.delete(session);

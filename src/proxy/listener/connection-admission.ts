@@ -58,3 +58,14 @@ export class ConnectionAdmission {
 }
 
 const IDLE = (): boolean => true;
+
+/**
+ * The socket admission counted for `socket`: the TCP socket under a TLS one (`tls.Server`
+ * wraps each accepted socket; node:tls keeps the wrapped one as `_parent`), else `socket`.
+ *
+ * @example
+ * admission.idleWhen(admittedSocket(tlsSocket), () => conn.idle);
+ */
+export function admittedSocket(socket: Socket): Socket {
+  return (socket as Socket & { _parent?: Socket })._parent ?? socket;
+}

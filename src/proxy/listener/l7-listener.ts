@@ -31,7 +31,7 @@ import type { Http1Context } from '../http1/http1-context.js';
 import { NodeHttpFront } from '../http1/node-http-front.js';
 import type { Swept } from '../http1/upstream-exchange.js';
 import { forwardedClientCert } from './client-certificate.js';
-import { ConnectionAdmission } from './connection-admission.js';
+import { admittedSocket, ConnectionAdmission } from './connection-admission.js';
 import { DeadlineSweep } from './deadline-sweep.js';
 import type { AccessEntry, L7Front, L7State } from './l7-front.js';
 import { ListenerRecycling } from './listener-recycling.js';
@@ -202,9 +202,7 @@ export class L7Listener {
     const conn = new Http1Downstream(socket, this.#fastContext);
     this.#fast.add(conn);
     this.#sweep.add(conn);
-    // With TLS the admitted socket is the raw one underneath.
-    const raw = (socket as Socket & { _parent?: Socket })._parent ?? socket;
-    this.#admission.idleWhen(raw, () => conn.idle);
+    this.#admission.idleWhen(admittedSocket(socket), () => conn.idle);
     conn.start(head);
   }
 
