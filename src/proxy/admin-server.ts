@@ -18,7 +18,7 @@ import { epochMs } from '../core/clock.js';
 import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { ProxyConfig } from './config-schema.js';
 import { dashboardHtml } from './dashboard-page.js';
-import { boundPort, listenAt } from './listener-sockets.js';
+import { boundPort, listenAt } from './listener/listener-sockets.js';
 
 export interface AdminDeps {
   readonly metrics: ProxyMetrics;

@@ -75,6 +75,7 @@ export const proxyClusterFields = {
   bodyTimeoutMs: { path: 'bodyTimeoutMs', default: 300_000 },
   retryConnectFailures: { path: 'retries.connectFailures', default: 2 },
   retryIdempotent: { path: 'retries.idempotent', default: 1 },
+  retryOn: { path: 'retries.on' },
   outlierDetection: { path: 'outlierDetection' },
   slowStartMs: { path: 'slowStartMs' },
   slowStartAggression: { path: 'slowStartAggression' },
@@ -112,7 +113,6 @@ export type SameNameClusterConfig = Readonly<Pick<ClusterOptions, Exclude<SameNa
 export const CLIENT_ONLY_CLUSTER_OPTIONS = {
   authority: 'the proxy forwards the client Host header, or `hostRewrite`',
   ageJitter: 'the proxy uses the default jitter',
-  retryOn: 'the proxy retries on the default statuses (502, 503, 504)',
   allowH2: 'the proxy picks the upstream protocol with `protocol: h2`',
   h2c: 'the proxy picks the upstream protocol with `protocol: h2`',
   maxConcurrentStreams: 'HTTP/2 upstream sessions are the proxy own pool (`protocol: h2`)',
@@ -209,8 +209,12 @@ function fillDefaults(out: Record<string, unknown>, table: ProxyFieldTable, spec
 export function withClusterDefaults(entry: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const out = structuredClone(entry) as Record<string, unknown>;
   fillDefaults(out, proxyClusterFields, clusterOptionsSpec);
+  out.retryBufferBytes ??= DEFAULT_RETRY_BUFFER_BYTES;
   return out;
 }
+
+/** `retryBufferBytes` when the file does not say: a withheld retryable response is buffered up to 64 KiB. */
+const DEFAULT_RETRY_BUFFER_BYTES = 64 * 1024;
 
 function toOptions(config: unknown, table: ProxyFieldTable, read: FileReader): Record<string, unknown> {
   const out: Record<string, unknown> = {};

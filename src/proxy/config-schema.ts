@@ -18,18 +18,38 @@ import { type SameNameClusterConfig, sharedClusterSchema } from './cluster-confi
 
 export type ListenerProtocol = 'http' | 'https' | 'tcp';
 
+/**
+ * A listener's limits: every state of a client connection has a deadline (defaults in
+ * `proxy-config.ts`, documented in docs/proxy.md), every resource a bound.
+ */
 export interface ListenerLimits {
   /** Largest request head (request line + headers) in bytes; larger → 431. */
   readonly maxHeaderBytes: number;
   /** Most header fields in a request; more → 431. */
   readonly maxHeaderCount: number;
+  /** From accept to the first byte — for h2c the whole connection preface — ms; default 10 s. */
+  readonly firstByteTimeoutMs: number;
+  /** `https`: from accept to a finished TLS handshake, ms; default 10 s. */
+  readonly tlsHandshakeTimeoutMs: number;
   /** Time to receive a complete request head, ms. */
   readonly headersTimeoutMs: number;
   /** Time for a whole request (head and body) from the client, ms; 0 = none. */
   readonly requestTimeoutMs: number;
+  /** Longest wait between two reads of a request body, ms; default 60 s; 0 = none. */
+  readonly bodyReadTimeoutMs: number;
   /** Idle keep-alive connection timeout, ms. */
   readonly idleTimeoutMs: number;
-  /** Most concurrent downstream connections; 0 = unlimited. */
+  /** An HTTP/2 session with no open stream closes (GOAWAY) after this long, ms; default 60 s. */
+  readonly h2IdleTimeoutMs: number;
+  /** A PING on every HTTP/2 session this often, ms; default 30 s; 0 = none. */
+  readonly h2PingIntervalMs: number;
+  /** A session whose PING is not answered within this long is closed, ms; default 10 s. */
+  readonly h2PingTimeoutMs: number;
+  /**
+   * Most concurrent client connections; default derived from the process's open-file limit
+   * (`defaultMaxConnections`); 0 = unlimited. At the limit the oldest idle connection is
+   * closed to make room, and when none is idle the new connection is refused.
+   */
   readonly maxConnections: number;
 }
 
@@ -126,9 +146,15 @@ export interface ClusterConfig extends SameNameClusterConfig {
    * Retries on another endpoint: `connectFailures` after a connection could not be made (every
    * protocol: the cluster's retry policy for HTTP/1.1 and h2, the TCP listener's dial loop),
    * `idempotent` for idempotent requests with a replayable body after a transport error or a
-   * `retryOn` status (a kept-alive socket that failed before any answer is retried once anyway).
+   * status in `on` (a kept-alive socket that failed before any answer is retried once anyway);
+   * with a single endpoint a status is retried on that endpoint (as Envoy does).
    */
-  readonly retries: { readonly connectFailures: number; readonly idempotent: number };
+  readonly retries: { readonly connectFailures: number; readonly idempotent: number; readonly on: readonly number[] };
+  /**
+   * Largest response body withheld while a `retries.on` status is retried, bytes (default
+   * 64 KiB); a longer body is passed to the client as it is and not retried; 0 = never withhold.
+   */
+  readonly retryBufferBytes: number;
   readonly connectTimeoutMs: number;
   /** Time to the upstream's response head, ms; 0 = none. */
   readonly requestTimeoutMs: number;
@@ -197,6 +223,7 @@ function strictObject<const P, const R extends readonly string[] | undefined = u
 export const proxyOnlyClusterProperties = {
   protocol: { enum: ['http1', 'h2'] },
   hostRewrite: nonEmptyString,
+  retryBufferBytes: { type: 'integer', minimum: 0, maximum: 16777216 },
 } as const;
 
 const sharedCluster = sharedClusterSchema();
@@ -255,9 +282,15 @@ export const proxyConfigSchema = {
           limits: strictObject({
             maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1048576 },
             maxHeaderCount: { type: 'integer', minimum: 1, maximum: 10000 },
+            firstByteTimeoutMs: posInt,
+            tlsHandshakeTimeoutMs: posInt,
             headersTimeoutMs: posInt,
             requestTimeoutMs: nonNegInt,
+            bodyReadTimeoutMs: nonNegInt,
             idleTimeoutMs: posInt,
+            h2IdleTimeoutMs: posInt,
+            h2PingIntervalMs: nonNegInt,
+            h2PingTimeoutMs: posInt,
             maxConnections: nonNegInt,
           }),
           recycle: strictObject({

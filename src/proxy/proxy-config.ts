@@ -28,14 +28,21 @@ import type {
 } from './config-schema.js';
 import { proxyConfigSchema } from './config-schema.js';
 import { parseAddress } from './listen-address.js';
+import { defaultMaxConnections } from './listener/connection-budget.js';
 
 export const defaultListenerLimits: ListenerLimits = Object.freeze({
   maxHeaderBytes: 16 * 1024,
   maxHeaderCount: 100,
+  firstByteTimeoutMs: 10_000,
+  tlsHandshakeTimeoutMs: 10_000,
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 300_000,
+  bodyReadTimeoutMs: 60_000,
   idleTimeoutMs: 60_000,
-  maxConnections: 0,
+  h2IdleTimeoutMs: 60_000,
+  h2PingIntervalMs: 30_000,
+  h2PingTimeoutMs: 10_000,
+  maxConnections: defaultMaxConnections(),
 });
 
 const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });

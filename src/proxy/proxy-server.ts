@@ -27,12 +27,12 @@ import { type ClusterView, ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { FairShareStats } from '../server/fair-share/fair-share-shedder.js';
 import { AdminServer } from './admin-server.js';
 import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config-schema.js';
-import { L7Listener, type L7State } from './l7-listener.js';
 import { parseAddress } from './listen-address.js';
+import { L7Listener, type L7State } from './listener/l7-listener.js';
 import { descriptorProblem, ListenerBinding, listenError } from './listener-binding.js';
-import { ProxyCluster } from './proxy-cluster.js';
-import { RouteTable } from './route-table.js';
-import { TcpListener } from './tcp-listener.js';
+import { RouteTable } from './routing/route-table.js';
+import { TcpListener } from './tcp/tcp-listener.js';
+import { ProxyCluster } from './upstream/proxy-cluster.js';
 
 export interface ProxyOptions {
   readonly logger?: Logger;

@@ -131,7 +131,7 @@ routes:
 `);
     expect(c.listeners[0]?.limits.maxHeaderBytes).toBe(16_384);
     expect(c.listeners[1]?.balance).toBe('maglev');
-    expect(c.clusters[0]?.retries).toEqual({ connectFailures: 2, idempotent: 1 });
+    expect(c.clusters[0]?.retries).toEqual({ connectFailures: 2, idempotent: 1, on: [502, 503, 504] });
     expect(c.clusters[1]?.protocol).toBe('h2');
     expect(c.routes[0]?.pathPrefix).toBe('/v1');
     expect(c.listeners[0]?.trustForwardedHeaders).toBe(false);

@@ -1,9 +1,9 @@
 /**
  * An L4 (`tcp`) listener: each client connection is balanced once, when it opens, and then
  * piped byte for byte to its endpoint. Each connection is one attempt from the cluster
- * (`Cluster.acquire()`), held from open to close: the cluster's `requests` count connections,
- * and `least-connections` uses the cluster's load policy fed with open connections as "in
- * flight" (proxy-wide across all listeners on the cluster); `maglev` hashes the client address
+ * (`clusterInternals(cluster).acquire()`), held from open to close: the cluster's `requests`
+ * count connections, and `least-connections` uses the cluster's load policy fed with open
+ * connections as "in flight" (proxy-wide across all listeners on the cluster); `maglev` hashes the client address
  * (`hashKey(remoteAddress)`) so a client keeps its endpoint. A failed upstream connect (refused,
  * or the connect timeout on the injected clock) goes through `attempt.retry` — the cluster's
  * one retry policy (`retries.connectFailures`), counted once by the cluster — and the attempt
@@ -15,20 +15,20 @@
  */
 import net, { type Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { hashKey } from '../balancing/picker.js';
-import type { Attempt, AttemptRequest } from '../cluster/attempt.js';
-import { clusterInternals } from '../cluster/cluster-internals.js';
-import type { Clock, TimerHandle } from '../core/clock.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import type { Random } from '../core/random.js';
-import { Shutdown } from '../core/shutdown.js';
-import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
-import { LifetimePolicy } from '../pool/lifetime-policy.js';
-import type { ListenerConfig } from './config-schema.js';
-import type { ListenerBinding } from './listener-binding.js';
-import { ListenerSockets } from './listener-sockets.js';
-import { statusForError } from './local-reply.js';
-import type { ProxyCluster } from './proxy-cluster.js';
+import { hashKey } from '../../balancing/picker.js';
+import type { Attempt, AttemptRequest } from '../../cluster/attempt.js';
+import { clusterInternals } from '../../cluster/cluster-internals.js';
+import type { Clock, TimerHandle } from '../../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import type { Random } from '../../core/random.js';
+import { Shutdown } from '../../core/shutdown.js';
+import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
+import { LifetimePolicy } from '../../pool/lifetime-policy.js';
+import type { ListenerConfig } from '../config-schema.js';
+import { ListenerSockets } from '../listener/listener-sockets.js';
+import type { ListenerBinding } from '../listener-binding.js';
+import { statusForError } from '../routing/local-reply.js';
+import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 
 const CONNECT_FAILURE = { type: 'connect-failure' } as const;
 /** A connection as the retry policy sees it: nothing is sent before the connect, and it is never "idempotent". */

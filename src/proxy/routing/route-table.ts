@@ -6,8 +6,8 @@
  * a host. `*` never matches an absolute-form request (`GET http://other.example/ ...`): the
  * proxy serves only hosts it is configured for and is never an open forward proxy.
  */
-import { normalizeHost } from '../core/host.js';
-import type { RouteConfig } from './config-schema.js';
+import { normalizeHost } from '../../core/host.js';
+import type { RouteConfig } from '../config-schema.js';
 
 export interface RouteMatch<C> {
   readonly cluster: C;

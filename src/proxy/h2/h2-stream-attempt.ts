@@ -1,17 +1,17 @@
 /**
  * The cluster's side of one proxied HTTP/2 stream to an `h2` cluster: its attempts
- * (`Cluster.acquire()`) and a connected session for the current one (`H2SessionPool`), a failed
- * session connect retried through the attempt under the cluster's one retry policy, and the
- * outcome a finished stream ends its attempt with.
+ * (`clusterInternals(cluster).acquire()`) and a connected session for the current one
+ * (`H2SessionPool`), a failed session connect retried through the attempt under the cluster's
+ * one retry policy, and the outcome a finished stream ends its attempt with.
  */
 import http2 from 'node:http2';
-import type { Attempt } from '../cluster/attempt.js';
-import type { Cluster } from '../cluster/cluster.js';
-import { clusterInternals } from '../cluster/cluster-internals.js';
-import type { RequestOutcome } from '../cluster/cluster-options.js';
-import { grpcOutcome, grpcStatusOf } from '../cluster/grpc-outcome.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import type { H2SessionLease, H2SessionPool } from '../pool/h2-session-pool.js';
+import type { Attempt } from '../../cluster/attempt.js';
+import type { Cluster } from '../../cluster/cluster.js';
+import { clusterInternals } from '../../cluster/cluster-internals.js';
+import type { RequestOutcome } from '../../cluster/cluster-options.js';
+import { grpcOutcome, grpcStatusOf } from '../../cluster/grpc-outcome.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import type { H2SessionLease, H2SessionPool } from './h2-session-pool.js';
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
 const CONNECT_FAILURE = { type: 'connect-failure' } as const;

@@ -14,23 +14,23 @@
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import type { Logger } from 'pino';
-import type { Clock } from '../core/clock.js';
-import { parseOptions } from '../core/options.js';
-import type { Random } from '../core/random.js';
-import { FairShareMetrics } from '../metrics/fair-share-metrics.js';
-import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
-import { LifetimePolicy } from '../pool/lifetime-policy.js';
-import { ConnectionRegistry } from '../server/connection-registry.js';
-import { fairShareSettings, fairShareSpec } from '../server/fair-share/fair-share-options.js';
+import type { Clock } from '../../core/clock.js';
+import { parseOptions } from '../../core/options.js';
+import type { Random } from '../../core/random.js';
+import { FairShareMetrics } from '../../metrics/fair-share-metrics.js';
+import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
+import { LifetimePolicy } from '../../pool/lifetime-policy.js';
+import { ConnectionRegistry } from '../../server/connection-registry.js';
+import { fairShareSettings, fairShareSpec } from '../../server/fair-share/fair-share-options.js';
 import {
   FairShareShedder,
   type FairShareStats,
   type SheddableConnection,
   type ShedderHost,
-} from '../server/fair-share/fair-share-shedder.js';
-import { type ConnectionRecycler, recycleConnections } from '../server/recycle-connections.js';
-import { type ListenerConfig, listenerRecycleLimitsSpec } from './config-schema.js';
-import type { Http1Downstream } from './http1/downstream-connection.js';
+} from '../../server/fair-share/fair-share-shedder.js';
+import { type ConnectionRecycler, recycleConnections } from '../../server/recycle-connections.js';
+import { type ListenerConfig, listenerRecycleLimitsSpec } from '../config-schema.js';
+import type { Http1Downstream } from '../http1/downstream-connection.js';
 
 export interface ListenerRecyclingDeps {
   /** The node:http server requests are handed off to. */

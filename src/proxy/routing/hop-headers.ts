@@ -20,7 +20,7 @@
  * Everything works on flat `[name, value, ...]` arrays (Node's `rawHeaders`, undici's header
  * arrays) so the hot path allocates one array per message.
  */
-import { named } from './http1/message-head.js';
+import { named } from '../http1/message-head.js';
 
 const HOP = new Set([
   'connection',
@@ -71,11 +71,6 @@ const PROTECTED = new Set([
   'x-real-ip',
   'via',
 ]);
-
-/** True when a `Connection` token may not remove `lowerName` (see `PROTECTED`). */
-export function isProtectedHeader(lowerName: string): boolean {
-  return PROTECTED.has(lowerName);
-}
 
 /**
  * Names listed in `Connection` header values, lower-cased, without the protected ones;

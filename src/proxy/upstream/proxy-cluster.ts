@@ -4,10 +4,10 @@
  * The transports that move the bytes:
  *
  * - `h1` (`Http1Upstream`, HTTP/1.1 upstreams, plain or TLS): the one pool of keep-alive
- *   sockets per endpoint (one `connectionsPerEndpoint` cap), used by the HTTP/1.1 data path
- *   (`Http1Downstream`) and by `forward()` for HTTP/2 clients and the requests node:http serves
- *   (HTTP/1.0); both pick and retry through `Cluster.acquire()` attempts. The proxy never
- *   calls `Cluster.dispatch`, so the cluster never makes its own undici pools;
+ *   sockets per endpoint (one `connectionsPerEndpoint` cap), used by the one HTTP/1.1 exchange
+ *   (`Http1Exchange`) whatever the client spoke; it picks and retries through
+ *   `Cluster.acquire()` attempts. The proxy never calls `Cluster.dispatch`, so the cluster
+ *   never makes its own undici pools;
  * - `h2` (`H2SessionPool`, `protocol: h2`, gRPC): sessions per endpoint, a transport only;
  *   each stream takes a `Cluster.acquire()` attempt, so picking, connect retries, load,
  *   outlier detection and stats are the cluster's, as for `h1`;
@@ -15,23 +15,21 @@
  *
  * It also answers "why can nothing be picked" for 503 replies.
  */
-import type { Balancer } from '../balancing/balancer.js';
-import { Cluster } from '../cluster/cluster.js';
-import { clusterInternals } from '../cluster/cluster-internals.js';
-import type { ClusterObserver, ClusterOptions } from '../cluster/cluster-options.js';
-import type { ClusterStats } from '../cluster/cluster-stats.js';
-import type { Clock } from '../core/clock.js';
-import { systemClock } from '../core/clock.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import { normalizeHost } from '../core/host.js';
-import { createRandom, type Random } from '../core/random.js';
-import type { EndpointSource } from '../discovery/endpoint-source.js';
-import { H2SessionPool } from '../pool/h2-session-pool.js';
-import { LifetimePolicy } from '../pool/lifetime-policy.js';
-import { clusterOptionsOf } from './cluster-config-fields.js';
-import type { ClusterConfig } from './config-schema.js';
-import { ForwardedRequest, type ForwardRequest, type ForwardTarget } from './http1/forwarded-request.js';
-import { Http1Upstream } from './http1/upstream-pool.js';
+import type { Balancer } from '../../balancing/balancer.js';
+import { Cluster } from '../../cluster/cluster.js';
+import { clusterInternals } from '../../cluster/cluster-internals.js';
+import type { ClusterObserver, ClusterOptions } from '../../cluster/cluster-options.js';
+import type { ClusterStats } from '../../cluster/cluster-stats.js';
+import type { Clock } from '../../core/clock.js';
+import { systemClock } from '../../core/clock.js';
+import { normalizeHost } from '../../core/host.js';
+import { createRandom, type Random } from '../../core/random.js';
+import type { EndpointSource } from '../../discovery/endpoint-source.js';
+import { LifetimePolicy } from '../../pool/lifetime-policy.js';
+import { clusterOptionsOf } from '../cluster-config-fields.js';
+import type { ClusterConfig } from '../config-schema.js';
+import { H2SessionPool } from '../h2/h2-session-pool.js';
+import { Http1Upstream } from '../http1/upstream-pool.js';
 
 export interface ProxyClusterOptions {
   readonly clock?: Clock;
@@ -126,19 +124,6 @@ export class ProxyCluster {
     return host === undefined ? '' : serverName(host);
   }
 
-  /**
-   * Sends a request that did not come over the HTTP/1.1 data path (an HTTP/2 client, a request
-   * node:http parsed) to this HTTP/1.1 cluster, over the same attempts and socket pool.
-   */
-  forward(req: ForwardRequest, target: ForwardTarget): void {
-    const h1 = this.h1;
-    if (h1 === undefined) {
-      target.onError(new EvenlbError(ErrorCodes.CLOSED, `cluster ${this.name} is not an HTTP/1.1 cluster`));
-      return;
-    }
-    new ForwardedRequest(this, h1, req, target).start();
-  }
-
   get balancer(): Balancer {
     return clusterInternals(this.cluster).balancer;
   }
@@ -156,7 +141,13 @@ export class ProxyCluster {
    * Why no request can be sent now, or undefined when an endpoint can be picked. Cheap: reads
    * the current picker and discovery status.
    */
-  unavailableReason(): string | undefined {
+  unavailableReason():
+    | 'service-not-found'
+    | 'discovery-pending'
+    | 'no-endpoints'
+    | 'none-ready'
+    | 'all-ejected'
+    | undefined {
     if (this.balancer.picker.endpoints.length > 0) return undefined;
     const status = this.cluster.source.snapshot().status;
     if (status.state === 'not-found') return 'service-not-found';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizeHost } from '../core/host.js';
+import { normalizeHost } from '../../core/host.js';
 import { isValidHost, RouteTable } from './route-table.js';
 
 const table = new RouteTable(

@@ -14,13 +14,13 @@
 
 import type { SecureClientSessionOptions } from 'node:http2';
 import http2 from 'node:http2';
-import type { EndpointTransport } from '../cluster/attempt.js';
-import { type Clock, systemClock } from '../core/clock.js';
-import type { Endpoint } from '../core/endpoint.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import { Shutdown } from '../core/shutdown.js';
-import { departedEndpoints } from './departed-endpoints.js';
-import type { LifetimePolicy } from './lifetime-policy.js';
+import type { EndpointTransport } from '../../cluster/attempt.js';
+import { type Clock, systemClock } from '../../core/clock.js';
+import type { Endpoint } from '../../core/endpoint.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import { Shutdown } from '../../core/shutdown.js';
+import { departedEndpoints } from '../../pool/departed-endpoints.js';
+import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
 
 export interface H2SessionPoolOptions {
   readonly lifetime: LifetimePolicy;

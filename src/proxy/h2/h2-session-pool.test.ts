@@ -6,12 +6,12 @@
  */
 import net from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
-import { freePort } from '../../test/support/tracked-server.js';
-import { ManualClock } from '../core/clock.js';
-import { createEndpoint } from '../core/endpoint.js';
-import { SeededRandom } from '../core/random.js';
+import { freePort } from '../../../test/support/tracked-server.js';
+import { ManualClock } from '../../core/clock.js';
+import { createEndpoint } from '../../core/endpoint.js';
+import { SeededRandom } from '../../core/random.js';
+import { LifetimePolicy } from '../../pool/lifetime-policy.js';
 import { H2SessionPool } from './h2-session-pool.js';
-import { LifetimePolicy } from './lifetime-policy.js';
 
 const cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
