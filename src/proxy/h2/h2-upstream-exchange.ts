@@ -1,12 +1,14 @@
 /**
  * One HTTP/2 client stream forwarded to an HTTP/2 upstream (gRPC end to end). The stream is
- * balanced on its own: it takes an attempt from the cluster (`Cluster.acquire()`), a place on a
- * session to `attempt.endpoint` from the `H2SessionPool`, and a session that fails to connect
- * goes through the cluster's one retry policy (`attempt.retry({ type: 'connect-failure' })`, so
- * `retries.connectFailures` applies and each retry is counted once, by the cluster). The
- * stream's end ends the attempt with its outcome: a status of 500 or more, or `grpc-status: 14`
- * (UNAVAILABLE), is an `http-error`; an upstream reset, a close without a response or the
- * `grpc-timeout` deadline a `transport-error`; the client going away `aborted`.
+ * balanced on its own: it takes an attempt from the cluster (`clusterInternals(c).acquire()`),
+ * a place on a session to `attempt.endpoint` from the `H2SessionPool`, and a session that fails
+ * to connect goes through the cluster's one retry policy (`attempt.retry({ type:
+ * 'connect-failure' })`, so `retries.connectFailures` applies and each retry is counted once, by
+ * the cluster). The stream's end ends the attempt with its outcome (`streamOutcome`): a status
+ * of 500 or more is an `http-error`, a `grpc-status` — in the trailers, or in the response head
+ * of a trailers-only response — counts by the gRPC policy's rule; an upstream reset, a close
+ * without a response or the `grpc-timeout` deadline is a `transport-error`; the client going
+ * away `aborted`.
  *
  * Both bodies are piped (flow control on both sides gives backpressure), trailers are relayed
  * (`grpc-status` lives there), a client RST_STREAM cancels the upstream stream and an upstream
@@ -152,6 +154,8 @@ export async function forwardStreamToH2(
   if (opened === undefined) return;
   const { attempt, lease, up } = opened;
   let status = 0;
+  /** `grpc-status` of a trailers-only response (in the response head, no trailers follow). */
+  let headStatus: unknown;
   let trailers: http2.IncomingHttpHeaders | undefined;
   let finished = false;
   /** The stream was cancelled by the client (or a deadline): not the endpoint's fault, or its timeout. */
@@ -196,6 +200,7 @@ export async function forwardStreamToH2(
 
   up.on('response', (h, flags) => {
     status = Number(h[':status'] ?? 0);
+    headStatus = h['grpc-status'];
     deadlines.responded();
     if (down.closed) return;
     const resp = downstreamResponseHeaders(h as Record<string, string | string[] | undefined>, '2') as H2Headers;
@@ -232,7 +237,7 @@ export async function forwardStreamToH2(
     } else if (timedOut === undefined && status === 0 && !down.closed) {
       replyHttp2(down, 'upstream-reset', grpc, method);
     }
-    finish(cancelled ?? streamOutcome(code, status, trailers?.['grpc-status']), undefined);
+    finish(cancelled ?? streamOutcome(code, status, trailers?.['grpc-status'] ?? headStatus), undefined);
   });
   down.once('close', () => {
     // A client reset (or a lost client connection) cancels the upstream stream.
