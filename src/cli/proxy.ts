@@ -11,8 +11,8 @@ import { watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ErrorCodes, isEvenlbError } from '../core/errors.js';
-import type { ProxyConfig } from '../proxy/config-schema.js';
-import { configFromFlags, loadProxyConfigFile } from '../proxy/proxy-config.js';
+import type { ProxyConfig } from '../proxy/config/config-schema.js';
+import { configFromFlags, loadProxyConfigFile } from '../proxy/config/proxy-config.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
 
 interface ProxyCliOptions {

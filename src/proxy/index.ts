@@ -6,8 +6,8 @@ export type {
   ListenerProtocol,
   ProxyConfig,
   RouteConfig,
-} from './config-schema.js';
-export { proxyConfigSchema } from './config-schema.js';
+} from './config/config-schema.js';
+export { proxyConfigSchema } from './config/config-schema.js';
 export {
   configFromFlags,
   defaultListenerLimits,
@@ -15,5 +15,5 @@ export {
   normalizeProxyConfig,
   type ProxyFlags,
   parseProxyConfig,
-} from './proxy-config.js';
+} from './config/proxy-config.js';
 export { type ProxyOptions, ProxyServer } from './proxy-server.js';

@@ -13,7 +13,7 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { type Backend, fetchText, startBackend, startProxy } from '../proxy/helpers.js';
 

@@ -26,14 +26,14 @@ import {
   proxyClusterFields,
   proxyPathOf,
   withClusterDefaults,
-} from '../../src/proxy/cluster-config-fields.js';
+} from '../../src/proxy/config/cluster-config-fields.js';
 import {
   type ClusterConfig,
   type ClusterTlsConfig,
   proxyConfigSchema,
   proxyOnlyClusterProperties,
-} from '../../src/proxy/config-schema.js';
-import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+} from '../../src/proxy/config/config-schema.js';
+import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { ProxyCluster } from '../../src/proxy/upstream/proxy-cluster.js';
 import { repoRoot } from '../support/run-cli.js';
 

@@ -9,7 +9,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { buildCli } from '../support/run-cli.js';
 import { type Backend, startBackend, waitFor } from './helpers.js';
 

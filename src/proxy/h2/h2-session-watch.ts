@@ -5,7 +5,7 @@
  * that vanished without a FIN). Each close is reported with its reason.
  */
 import http2, { type Http2Session } from 'node:http2';
-import type { ListenerLimits } from '../config-schema.js';
+import type { ListenerLimits } from '../config/config-schema.js';
 import type { Swept } from '../http1/upstream-exchange.js';
 
 export class H2SessionWatch implements Swept {

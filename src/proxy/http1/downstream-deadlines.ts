@@ -6,7 +6,7 @@
  * recycling age once quiet a moment), a request body past `requestTimeoutMs` overall or quiet
  * past `bodyReadTimeoutMs` while the client was not paused by the proxy itself.
  */
-import type { ListenerLimits } from '../config-schema.js';
+import type { ListenerLimits } from '../config/config-schema.js';
 
 /** A recycled connection past its age closes once it has been quiet this long. */
 const IDLE_CLOSE_DELAY_MS = 250;

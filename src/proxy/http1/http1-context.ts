@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import type { Clock } from '../../core/clock.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
-import type { ListenerLimits } from '../config-schema.js';
+import type { ListenerLimits } from '../config/config-schema.js';
 import type { AccessEntry, L7State } from '../listener/l7-front.js';
 
 /** What a downstream connection (`Conn`, the data path's `Http1Downstream`) needs from its listener. */

@@ -8,7 +8,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Clock } from '../../core/clock.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
-import type { ListenerConfig } from '../config-schema.js';
+import type { ListenerConfig } from '../config/config-schema.js';
 import type { RouteTable } from '../routing/route-table.js';
 import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import type { DeadlineSweep } from './deadline-sweep.js';

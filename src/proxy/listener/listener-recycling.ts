@@ -29,7 +29,7 @@ import {
   type ShedderHost,
 } from '../../server/fair-share/fair-share-shedder.js';
 import { type ConnectionRecycler, recycleConnections } from '../../server/recycle-connections.js';
-import { type ListenerConfig, listenerRecycleLimitsSpec } from '../config-schema.js';
+import { type ListenerConfig, listenerRecycleLimitsSpec } from '../config/config-schema.js';
 import type { Http1Downstream } from '../http1/downstream-connection.js';
 
 export interface ListenerRecyclingDeps {

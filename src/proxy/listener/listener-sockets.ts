@@ -9,7 +9,7 @@ import type net from 'node:net';
 import type { Socket } from 'node:net';
 import type { Clock, TimerHandle } from '../../core/clock.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
-import { parseAddress } from '../listen-address.js';
+import { parseAddress } from '../config/listen-address.js';
 
 /** How often a draining listener looks whether its connections are gone. */
 const DRAIN_POLL_MS = 50;

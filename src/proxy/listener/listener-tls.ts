@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
-import type { ListenerTlsConfig } from '../config-schema.js';
+import type { ListenerTlsConfig } from '../config/config-schema.js';
 
 interface Loaded {
   readonly key: Buffer;

@@ -7,7 +7,7 @@
  * proxy serves only hosts it is configured for and is never an open forward proxy.
  */
 import { normalizeHost } from '../../core/host.js';
-import type { RouteConfig } from '../config-schema.js';
+import type { RouteConfig } from '../config/config-schema.js';
 
 export interface RouteMatch<C> {
   readonly cluster: C;

@@ -24,9 +24,9 @@ import type { Random } from '../../core/random.js';
 import { Shutdown } from '../../core/shutdown.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
 import { LifetimePolicy } from '../../pool/lifetime-policy.js';
-import type { ListenerConfig } from '../config-schema.js';
+import type { ListenerConfig } from '../config/config-schema.js';
+import type { ListenerBinding } from '../listener/listener-binding.js';
 import { ListenerSockets } from '../listener/listener-sockets.js';
-import type { ListenerBinding } from '../listener-binding.js';
 import { statusForError } from '../routing/local-reply.js';
 import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 

@@ -26,8 +26,8 @@ import { normalizeHost } from '../../core/host.js';
 import { createRandom, type Random } from '../../core/random.js';
 import type { EndpointSource } from '../../discovery/endpoint-source.js';
 import { LifetimePolicy } from '../../pool/lifetime-policy.js';
-import { clusterOptionsOf } from '../cluster-config-fields.js';
-import type { ClusterConfig } from '../config-schema.js';
+import { clusterOptionsOf } from '../config/cluster-config-fields.js';
+import type { ClusterConfig } from '../config/config-schema.js';
 import { H2SessionPool } from '../h2/h2-session-pool.js';
 import { Http1Upstream } from '../http1/upstream-pool.js';
 

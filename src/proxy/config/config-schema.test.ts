@@ -6,7 +6,7 @@
  * is the spec's input type.
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { parseRecyclerOptions, recyclerOptionsSpec } from '../server/recycler-options.js';
+import { parseRecyclerOptions, recyclerOptionsSpec } from '../../server/recycler-options.js';
 import {
   type ListenerFairShare,
   type ListenerRecycle,

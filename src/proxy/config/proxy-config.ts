@@ -10,11 +10,11 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
-import { ensureBuiltinPolicies, getPolicy, registeredPolicies } from '../balancing/index.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import { parseOptions } from '../core/options.js';
-import { parseTarget } from '../core/target.js';
-import { fairShareSpec } from '../server/fair-share/fair-share-options.js';
+import { ensureBuiltinPolicies, getPolicy, registeredPolicies } from '../../balancing/index.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import { parseOptions } from '../../core/options.js';
+import { parseTarget } from '../../core/target.js';
+import { fairShareSpec } from '../../server/fair-share/fair-share-options.js';
 import { checkClusterConfig, withClusterDefaults } from './cluster-config-fields.js';
 import { checkConstraints } from './config-constraints.js';
 import { configError } from './config-error.js';
@@ -27,8 +27,8 @@ import type {
   RouteConfig,
 } from './config-schema.js';
 import { proxyConfigSchema } from './config-schema.js';
+import { defaultMaxConnections } from './connection-budget.js';
 import { parseAddress } from './listen-address.js';
-import { defaultMaxConnections } from './listener/connection-budget.js';
 
 export const defaultListenerLimits: ListenerLimits = Object.freeze({
   maxHeaderBytes: 16 * 1024,

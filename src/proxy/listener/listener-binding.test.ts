@@ -6,7 +6,7 @@
  */
 import net, { type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../core/clock.js';
+import { systemClock } from '../../core/clock.js';
 import { ListenerBinding } from './listener-binding.js';
 
 const open: ListenerBinding[] = [];

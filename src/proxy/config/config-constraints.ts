@@ -14,7 +14,7 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
-import { parseTarget } from '../core/target.js';
+import { parseTarget } from '../../core/target.js';
 import { configError } from './config-error.js';
 import type { ListenerConfig, ProxyConfig } from './config-schema.js';
 import { addressesOverlap, type ListenAddress, localBindProblem, parseAddress } from './listen-address.js';

@@ -11,9 +11,9 @@
  * entries. Other defaults live in `proxy-config.ts`.
  */
 
-import { type FieldSpec, type Input, type JsonSchema, specSchema } from '../core/options.js';
-import type { FairShareOptions } from '../server/fair-share/fair-share-options.js';
-import { recyclerOptionsSpec } from '../server/recycler-options.js';
+import { type FieldSpec, type Input, type JsonSchema, specSchema } from '../../core/options.js';
+import type { FairShareOptions } from '../../server/fair-share/fair-share-options.js';
+import { recyclerOptionsSpec } from '../../server/recycler-options.js';
 import { type SameNameClusterConfig, sharedClusterSchema } from './cluster-config-fields.js';
 
 export type ListenerProtocol = 'http' | 'https' | 'tcp';

@@ -14,11 +14,11 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { epochMs } from '../core/clock.js';
-import type { ProxyMetrics } from '../metrics/proxy-metrics.js';
-import type { ProxyConfig } from './config-schema.js';
+import { epochMs } from '../../core/clock.js';
+import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
+import type { ProxyConfig } from '../config/config-schema.js';
+import { boundPort, listenAt } from '../listener/listener-sockets.js';
 import { dashboardHtml } from './dashboard-page.js';
-import { boundPort, listenAt } from './listener/listener-sockets.js';
 
 export interface AdminDeps {
   readonly metrics: ProxyMetrics;

@@ -5,7 +5,7 @@
  * loader, the schema error mapping and the cross-field checks all throw through it, so every
  * rejection reads the same way.
  */
-import { describeValue, ErrorCodes, EvenlbError } from '../core/errors.js';
+import { describeValue, ErrorCodes, EvenlbError } from '../../core/errors.js';
 
 /**
  * An invalid-configuration error for `field`.

@@ -24,9 +24,9 @@
  */
 import { closeSync, openSync } from 'node:fs';
 import net, { type Socket } from 'node:net';
-import type { Clock } from '../core/clock.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import { boundPort, listenAt } from './listener/listener-sockets.js';
+import type { Clock } from '../../core/clock.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import { boundPort, listenAt } from './listener-sockets.js';
 
 /** Receives each connection the binding accepts. */
 export type ConnectionReceiver = (socket: Socket) => void;

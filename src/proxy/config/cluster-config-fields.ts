@@ -17,9 +17,9 @@ import {
   clusterTlsSpec,
   type ParsedClusterOptions,
   parseClusterOptions,
-} from '../cluster/cluster-options.js';
-import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import type { JsonSchema, Spec } from '../core/options.js';
+} from '../../cluster/cluster-options.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import type { JsonSchema, Spec } from '../../core/options.js';
 
 /** How the proxy file holds one cluster option. */
 export interface ProxyField {
