@@ -7,7 +7,6 @@
  */
 import http2, { type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Socket } from 'node:net';
-import { admittedSocket, type ConnectionAdmission } from '../listener/connection-admission.js';
 import type { L7Front } from '../listener/l7-front.js';
 import { serializeHeaders, upstreamRequestHeaders } from '../routing/hop-headers.js';
 import { LOCAL_REPLIES, type LocalReason, replyHttp2 } from '../routing/local-reply.js';
@@ -21,13 +20,11 @@ const END_STREAM = 0x1;
 export class H2Front {
   readonly server: http2.Http2Server;
   readonly #front: L7Front;
-  readonly #admission: ConnectionAdmission;
   readonly #sessions = new Map<Http2Session, H2SessionWatch>();
   #closing = false;
 
-  constructor(front: L7Front, admission: ConnectionAdmission) {
+  constructor(front: L7Front) {
     this.#front = front;
-    this.#admission = admission;
     const limits = front.config.limits;
     this.server = http2.createServer({
       maxHeaderListPairs: limits.maxHeaderCount + 8,
@@ -55,7 +52,7 @@ export class H2Front {
     this.#sessions.set(session, watch);
     front.sweep.add(watch);
     const socket = session.socket as Socket | undefined;
-    if (socket !== undefined) this.#admission.idleWhen(admittedSocket(socket), () => watch.idle);
+    if (socket !== undefined) front.idleWhen(socket, () => watch.idle);
     session.on('error', () => {});
     session.once('close', () => {
       this.#sessions.delete(session);

@@ -1,8 +1,9 @@
 /**
  * What the request handlers of an L7 listener share (`L7Front`): its config, the per-request
  * state (routes, access log) swapped as a whole on reload, metrics, clock, the deadline sweep,
- * the client-certificate header and the access log. The raw HTTP/1.1 data path, the node:http
- * side and the HTTP/2 side each take one.
+ * the client-certificate header, the access log, and what admission at `maxConnections` needs
+ * to know (whether a connection is idle). The raw HTTP/1.1 data path, the node:http side and
+ * the HTTP/2 side each take one.
  */
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
@@ -42,4 +43,9 @@ export interface L7Front {
   clientCert(socket: Socket | undefined): string | undefined;
   /** Writes an access-log line (call only when the access log is on). */
   access(entry: AccessEntry, version: '1.1' | '2'): void;
+  /**
+   * Tells admission at `maxConnections` how to see whether the connection of `socket` (TLS or
+   * not) is idle, so that it may be closed to make room.
+   */
+  idleWhen(socket: Socket, isIdle: () => boolean): void;
 }

@@ -11,9 +11,11 @@
  * Every connection state has a deadline, checked by one sweep per listener (`DeadlineSweep`):
  * the first bytes (`firstByteTimeoutMs`, also a partial h2 preface), the TLS handshake
  * (`tlsHandshakeTimeoutMs`), then the data path's, node:http's and the HTTP/2 session's own.
- * `maxConnections` is enforced at accept (`ConnectionAdmission`): at the limit the oldest idle
- * connection makes room, and when none is idle the new one is refused. Each close the proxy
- * makes itself is counted in `evenlb_proxy_downstream_closed_total` by reason.
+ * `maxConnections` is enforced by the socket this listener serves (`ListenerBinding`, which
+ * admits each connection before handing it over, and keeps admitting across a reload): at the
+ * limit the oldest idle connection makes room, and when none is idle the new one is refused;
+ * this listener tells admission which of its connections are idle. Each close the proxy makes
+ * itself is counted in `evenlb_proxy_downstream_closed_total` by reason.
  */
 
 import type http2 from 'node:http2';
@@ -31,7 +33,7 @@ import type { Http1Context } from '../http1/http1-context.js';
 import { NodeHttpFront } from '../http1/node-http-front.js';
 import type { Swept } from '../http1/upstream-exchange.js';
 import { forwardedClientCert } from './client-certificate.js';
-import { admittedSocket, ConnectionAdmission } from './connection-admission.js';
+import { admittedSocket } from './connection-admission.js';
 import { DeadlineSweep } from './deadline-sweep.js';
 import type { AccessEntry, L7Front, L7State } from './l7-front.js';
 import type { ListenerBinding } from './listener-binding.js';
@@ -79,7 +81,6 @@ export class L7Listener {
   readonly #front: net.Server | tls.Server;
   readonly #tls: ListenerTls | undefined;
   readonly #sockets: ListenerSockets;
-  readonly #admission: ConnectionAdmission;
   readonly #sweep: DeadlineSweep;
   readonly #shared: L7Front;
   readonly #nodeHttp: NodeHttpFront;
@@ -98,9 +99,6 @@ export class L7Listener {
     const name = config.name;
     const limits = config.limits;
     this.#sockets = new ListenerSockets(name, deps.metrics, deps.clock);
-    this.#admission = new ConnectionAdmission(limits.maxConnections, () =>
-      deps.metrics.closedBy(name, 'connection-limit'),
-    );
     this.#sweep = new DeadlineSweep(
       deps.clock,
       Math.max(
@@ -122,9 +120,10 @@ export class L7Listener {
       state: deps.state,
       clientCert: (socket) => this.#clientCert(socket),
       access: (e, version) => this.#access(e, version),
+      idleWhen: (socket, isIdle) => this.#binding?.idleWhen(admittedSocket(socket), isIdle),
     };
     this.#nodeHttp = new NodeHttpFront(this.#shared);
-    this.#h2 = new H2Front(this.#shared, this.#admission);
+    this.#h2 = new H2Front(this.#shared);
     if (config.protocol === 'https') {
       this.#tls = new ListenerTls(config.tls as ListenerTlsConfig);
       this.#front = tls.createServer(
@@ -139,19 +138,14 @@ export class L7Listener {
           else this.#serveHttp1(socket, undefined);
         },
       );
-      this.#front.on('connection', (raw: Socket) => {
-        raw.on('error', () => {});
-        this.#admission.admit(raw);
-      });
+      this.#front.on('connection', (raw: Socket) => raw.on('error', () => {}));
       // node:tls reports a handshake timeout but leaves the socket open: close it here.
       this.#front.on('tlsClientError', (err: NodeJS.ErrnoException, socket: tls.TLSSocket) => {
         if (err.code === 'ERR_TLS_HANDSHAKE_TIMEOUT') deps.metrics.closedBy(name, 'tls-handshake');
         socket.destroy();
       });
     } else {
-      this.#front = net.createServer({ noDelay: true }, (socket) => {
-        if (this.#admission.admit(socket)) this.#sniff(socket);
-      });
+      this.#front = net.createServer({ noDelay: true }, (socket) => this.#sniff(socket));
     }
     // Downstream recycling: age and request limits, fair-share shedding (listener-recycling.ts).
     this.#recycling = new ListenerRecycling(config, {
@@ -202,18 +196,21 @@ export class L7Listener {
     if (this.#shutdown.closed) conn.retire();
     this.#fast.add(conn);
     this.#sweep.add(conn);
-    this.#admission.idleWhen(admittedSocket(socket), () => conn.idle);
+    this.#shared.idleWhen(socket, () => conn.idle);
     conn.start(head);
   }
 
   /**
-   * Serves what `binding` accepts (the proxy's socket, handed over on reload); returns its port.
-   * Admission at `maxConnections` is this listener's (`ConnectionAdmission`), so the binding
-   * gets no cap of its own that would refuse a connection admission can make room for.
+   * Serves what `binding` accepts (the proxy's socket, handed over on reload) under this
+   * listener's `maxConnections`; returns its port.
    */
   listen(binding: ListenerBinding): number {
     this.#binding = binding;
-    binding.serve((socket) => this.#front.emit('connection', socket), 0);
+    const name = this.config.name;
+    binding.serve((socket) => this.#front.emit('connection', socket), {
+      maxConnections: this.config.limits.maxConnections,
+      onEvict: () => this.#deps.metrics.closedBy(name, 'connection-limit'),
+    });
     this.#recycling.start();
     return binding.port;
   }

@@ -10,26 +10,51 @@
  * before its listener takes over (the rest of the reload is still being prepared) wait, at most
  * `WAITING_MAX` of them, and are handed over at `serve()` or closed with the binding.
  *
+ * `limits.maxConnections` belongs to the socket too: the binding admits every connection
+ * through its one `ConnectionAdmission` before handing it over, so at the limit the oldest idle
+ * connection makes room — whichever listener serves it, a draining one's included — and a new
+ * connection is refused only when every admitted one is busy. The listener serving a
+ * connection says whether it is idle (`idleWhen`). Node's own `server.maxConnections` is only a
+ * safety cap at `NODE_CAP_FACTOR` times the limit: Node counts a socket until its `'close'`
+ * event, so right after admission closed idle connections to make room Node's count is above
+ * admission's; at the factor of 2 Node refuses a connection only in a burst of more than
+ * `maxConnections` accepts within one event-loop turn, all of them still unread — where
+ * admission would have had only connections of that same burst to choose between — and
+ * never displaces a connection with a request.
+ *
  * A binding also answers readiness: it is healthy while bound, served and accepting; an accept
  * error makes it unhealthy for `ACCEPT_ERROR_HOLD_MS` on the injected clock and is never an
  * uncaught `'error'`. Out of file descriptors, libuv accepts and closes connections without
- * reporting an error, so `descriptorProblem()` checks for that directly. `close()` stops accepting only: the
- * connections already handed over belong to their listener. Idempotent; always settles.
+ * reporting an error, so `descriptorProblem()` checks for that directly. `close()` stops
+ * accepting only: the connections already handed over belong to their listener. Idempotent;
+ * always settles.
  *
  * @example
  * const binding = await ListenerBinding.bind('127.0.0.1:8080', systemClock);
- * binding.serve((socket) => server.emit('connection', socket), 0);
- * // later, on reload: binding.serve((socket) => replacement.emit('connection', socket), 0);
+ * binding.serve((socket) => server.emit('connection', socket), { maxConnections: 1000 });
+ * // later, on reload: binding.serve((socket) => replacement.emit('connection', socket), { maxConnections: 1000 });
  * await binding.close();
  */
 import { closeSync, openSync } from 'node:fs';
 import net, { type Socket } from 'node:net';
 import type { Clock } from '../../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import { ConnectionAdmission } from './connection-admission.js';
 import { boundPort, listenAt } from './listener-sockets.js';
 
-/** Receives each connection the binding accepts. */
+/** Receives each connection the binding accepts (and admits). */
 export type ConnectionReceiver = (socket: Socket) => void;
+
+/** How the listener serving a binding wants its connections admitted. */
+export interface ServeOptions {
+  /** Open connections on this socket at most (0 = unlimited), whichever listener serves them. */
+  readonly maxConnections: number;
+  /** Counts a connection closed to make room (the serving listener's metric). */
+  readonly onEvict?: () => void;
+}
+
+/** Node's `server.maxConnections` is this many times the admission limit (a safety cap only). */
+export const NODE_CAP_FACTOR = 2;
 
 /** Most connections held while no listener serves the binding yet; more are closed. */
 export const WAITING_MAX = 512;
@@ -90,6 +115,7 @@ export class ListenerBinding {
   readonly #server: net.Server;
   readonly #clock: Clock;
   #receiver: ConnectionReceiver | undefined;
+  readonly #admission = new ConnectionAdmission();
   readonly #waiting = new Set<Socket>();
   #acceptError: { readonly atMs: number; readonly code: string } | undefined;
   #closing: Promise<void> | undefined;
@@ -120,18 +146,33 @@ export class ListenerBinding {
   }
 
   /**
-   * Hands every connection accepted from now on — and those waiting — to `receiver`,
-   * replacing the previous one; `maxConnections` (0 = unlimited) bounds the connections
-   * accepted on this socket that are still open, whichever listener serves them.
+   * Hands every connection accepted from now on — and those waiting — to `receiver`, each
+   * admitted first (`maxConnections`, see the module comment), replacing the previous receiver;
+   * the connections already admitted stay admitted and count until they close.
    */
-  serve(receiver: ConnectionReceiver, maxConnections: number): void {
+  serve(receiver: ConnectionReceiver, options: ServeOptions): void {
+    const { maxConnections } = options;
     this.#receiver = receiver;
-    this.#server.maxConnections = maxConnections > 0 ? maxConnections : Number.POSITIVE_INFINITY;
+    this.#admission.configure(maxConnections, options.onEvict ?? ignore);
+    this.#server.maxConnections = maxConnections > 0 ? NODE_CAP_FACTOR * maxConnections : Number.POSITIVE_INFINITY;
     for (const socket of this.#waiting) {
       this.#waiting.delete(socket);
       socket.off('error', ignore);
-      if (!socket.destroyed) receiver(socket);
+      if (!socket.destroyed) this.#handOver(socket, receiver);
     }
+  }
+
+  /**
+   * How to tell whether `socket` — one this binding admitted (for TLS, the TCP socket under
+   * it) — is idle, so that it may be closed to make room at the limit.
+   */
+  idleWhen(socket: Socket, isIdle: () => boolean): void {
+    this.#admission.idleWhen(socket, isIdle);
+  }
+
+  /** Admitted connections still open, whichever listener serves them. */
+  get connections(): number {
+    return this.#admission.size;
   }
 
   /** True from `bind()` until `close()`. */
@@ -148,10 +189,14 @@ export class ListenerBinding {
     return undefined;
   }
 
+  #handOver(socket: Socket, receiver: ConnectionReceiver): void {
+    if (this.#admission.admit(socket)) receiver(socket);
+  }
+
   #accepted(socket: Socket): void {
     const receiver = this.#receiver;
     if (receiver !== undefined) {
-      receiver(socket);
+      this.#handOver(socket, receiver);
       return;
     }
     if (this.#waiting.size >= WAITING_MAX) {

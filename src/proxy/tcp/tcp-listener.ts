@@ -3,15 +3,21 @@
  * piped byte for byte to its endpoint. Each connection is one attempt from the cluster
  * (`clusterInternals(cluster).acquire()`), held from open to close: the cluster's `requests`
  * count connections, and `least-connections` uses the cluster's load policy fed with open
- * connections as "in flight" (proxy-wide across all listeners on the cluster); `maglev` hashes the client address
- * (`hashKey(remoteAddress)`) so a client keeps its endpoint. A failed upstream connect (refused,
- * or the connect timeout on the injected clock) goes through `attempt.retry` — the cluster's
- * one retry policy (`retries.connectFailures`), counted once by the cluster — and the attempt
- * ends when the upstream connection closes: `success` unless it failed (`transport-error`).
- * `maxConnectionAgeMs` ends connections at their age so long connections come back through the
- * balancer: each connection's own limit is drawn by the project's one `LifetimePolicy` (the
- * lifetime spec's `maxConnectionAgeMs`, its default ±10% `ageJitter`) from the injected
- * `Random`, and the timer runs on the injected `Clock`.
+ * connections as "in flight" (proxy-wide across all listeners on the cluster); `maglev` hashes
+ * the client address (`hashKey(remoteAddress)`) so a client keeps its endpoint. A failed
+ * upstream connect (refused, or the connect timeout on the injected clock) goes through
+ * `attempt.retry` — the cluster's one retry policy (`retries.connectFailures`), counted once by
+ * the cluster — and the attempt ends when the upstream connection closes: `success` unless it
+ * failed (`transport-error`). Client bytes that arrive before the upstream connects stay
+ * buffered in the client socket until the pipe starts.
+ *
+ * `maxConnections` is admitted by the socket this listener serves (`ListenerBinding`); a tcp
+ * connection is never idle to admission (its state is the client's and the upstream's), so at
+ * the limit a new connection is refused unless an idle connection of an L7 listener this one
+ * replaced on reload can make room. `maxConnectionAgeMs` ends connections at their age so long
+ * connections come back through the balancer: each connection's own limit is drawn by the
+ * project's one `LifetimePolicy` (the lifetime spec's `maxConnectionAgeMs`, its default ±10%
+ * `ageJitter`) from the injected `Random`, and the timer runs on the injected `Clock`.
  */
 import net, { type Socket } from 'node:net';
 import type { Logger } from 'pino';
@@ -25,6 +31,7 @@ import { Shutdown } from '../../core/shutdown.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
 import { LifetimePolicy } from '../../pool/lifetime-policy.js';
 import type { ListenerConfig } from '../config/config-schema.js';
+import { NEVER_IDLE } from '../listener/connection-admission.js';
 import type { ListenerBinding } from '../listener/listener-binding.js';
 import { ListenerSockets } from '../listener/listener-sockets.js';
 import { statusForError } from '../routing/local-reply.js';
@@ -69,10 +76,15 @@ export class TcpListener {
     this.#server = net.createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.#onConnection(socket));
   }
 
-  /** Starts serving the connections `binding` accepts (see `L7Listener.listen`); returns the bound port. */
+  /**
+   * Starts serving the connections `binding` accepts (see `L7Listener.listen`) under this
+   * listener's `maxConnections`; returns the bound port.
+   */
   listen(binding: ListenerBinding): number {
     this.#binding = binding;
-    binding.serve((socket) => this.#server.emit('connection', socket), this.config.limits.maxConnections);
+    binding.serve((socket) => this.#server.emit('connection', socket), {
+      maxConnections: this.config.limits.maxConnections,
+    });
     return binding.port;
   }
 
@@ -85,6 +97,8 @@ export class TcpListener {
   }
 
   #onConnection(client: Socket): void {
+    // A byte stream's state is the client's and the upstream's: never closed to make room.
+    this.#binding?.idleWhen(client, NEVER_IDLE);
     this.#sockets.track(client);
     client.on('error', () => {});
     const cluster = this.#deps.cluster();
