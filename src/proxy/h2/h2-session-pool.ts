@@ -1,9 +1,9 @@
 /**
  * HTTP/2 upstream sessions keyed by endpoint, for the proxy's `h2` clusters (gRPC): a transport
  * only (`EndpointTransport`). It does not pick, retry or keep load records — the cluster does,
- * through the attempt the caller holds (`Cluster.acquire()`): the caller asks for a place on a
- * session to `attempt.endpoint` (`connectionFor`), waits for `ready`, opens its stream, and
- * `release()`s the place when the stream ends.
+ * through the attempt the caller holds (`clusterInternals(cluster).acquire()`): the caller asks
+ * for a place on a session to `attempt.endpoint` (`connectionFor`), waits for `ready`, opens its
+ * stream, and `release()`s the place when the stream ends.
  *
  * A session is reused while the shared `LifetimePolicy` lets it carry another stream (stream
  * count, jittered age, idle time) and the peer's `maxConcurrentStreams` has room; a retired

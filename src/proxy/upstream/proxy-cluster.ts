@@ -5,11 +5,11 @@
  *
  * - `h1` (`Http1Upstream`, HTTP/1.1 upstreams, plain or TLS): the one pool of keep-alive
  *   sockets per endpoint (one `connectionsPerEndpoint` cap), used by the one HTTP/1.1 exchange
- *   (`Http1Exchange`) whatever the client spoke; it picks and retries through
- *   `Cluster.acquire()` attempts. The proxy never calls `Cluster.dispatch`, so the cluster
- *   never makes its own undici pools;
+ *   (`Http1Exchange`) whatever the client spoke; it picks and retries through the cluster's
+ *   attempts (`clusterInternals(cluster).acquire()`). The proxy never calls
+ *   `Cluster.dispatch`, so the cluster never makes its own undici pools;
  * - `h2` (`H2SessionPool`, `protocol: h2`, gRPC): sessions per endpoint, a transport only;
- *   each stream takes a `Cluster.acquire()` attempt, so picking, connect retries, load,
+ *   each stream takes an attempt of its own, so picking, connect retries, load,
  *   outlier detection and stats are the cluster's, as for `h1`;
  * - `tcp` listeners take one attempt per client connection from `cluster` (`TcpListener`).
  *
