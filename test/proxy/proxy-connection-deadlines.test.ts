@@ -81,6 +81,7 @@ beforeAll(async () => {
         limits: { tlsHandshakeTimeoutMs: 300 },
       },
       { name: 'small', address: '127.0.0.1:0', limits: { maxConnections: 4 } },
+      { name: 'h2c-small', address: '127.0.0.1:0', limits: { maxConnections: 2 } },
       {
         name: 'tls-small',
         address: '127.0.0.1:0',
@@ -234,10 +235,13 @@ describe('maxConnections', () => {
     expect([0, 200]).toContain(fifth);
   });
 
-  it('HTTPS: an HTTP/2 session with a stream in flight is never closed to make room', async () => {
-    const port = proxy.listenerPort('tls-small') as number;
+  it.each([
+    ['HTTPS', 'tls-small', 'https'],
+    ['h2c', 'h2c-small', 'http'],
+  ])('%s: an HTTP/2 session with a stream in flight is never closed to make room', async (_, listener, scheme) => {
+    const port = proxy.listenerPort(listener) as number;
     const sessions = [0, 1].map(() => {
-      const s = http2.connect(`https://127.0.0.1:${port}`, { rejectUnauthorized: false });
+      const s = http2.connect(`${scheme}://127.0.0.1:${port}`, { rejectUnauthorized: false });
       s.on('error', () => {});
       return s;
     });

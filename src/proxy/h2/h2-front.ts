@@ -21,6 +21,8 @@ export class H2Front {
   readonly server: http2.Http2Server;
   readonly #front: L7Front;
   readonly #sessions = new Map<Http2Session, H2SessionWatch>();
+  /** The socket `take()` is handing to the http2 server while it builds that socket's session. */
+  #taking: Socket | undefined;
   #closing = false;
 
   constructor(front: L7Front) {
@@ -41,7 +43,13 @@ export class H2Front {
 
   /** Serves `socket` (its bytes, preface included, not read yet) as an HTTP/2 connection. */
   take(socket: Socket): void {
-    this.server.emit('connection', socket);
+    // node:http2 builds the session and emits 'session' within its 'connection' listener.
+    this.#taking = socket;
+    try {
+      this.server.emit('connection', socket);
+    } finally {
+      this.#taking = undefined;
+    }
   }
 
   #onSession(session: Http2Session): void {
@@ -51,7 +59,9 @@ export class H2Front {
     );
     this.#sessions.set(session, watch);
     front.sweep.add(watch);
-    const socket = session.socket as Socket | undefined;
+    // The socket itself: `session.socket` is a proxy object, which admission (keyed by the
+    // socket it admitted) would not recognise for a cleartext (h2c) session.
+    const socket = this.#taking ?? (session.socket as Socket | undefined);
     if (socket !== undefined) front.idleWhen(socket, () => watch.idle);
     session.on('error', () => {});
     session.once('close', () => {
