@@ -184,16 +184,27 @@ function knobsFrom(f: SimFlags): ScenarioKnobs {
   return k;
 }
 
-/** Expands `evenlb:*`-style patterns against the known dataplane names. */
+/** `kube-proxy:<mode>` names a kube-proxy dataplane (`kube-proxy:iptables` is `iptables`). */
+const KUBE_PROXY = 'kube-proxy:';
+
+/**
+ * Expands `evenlb:*`-style patterns against the known dataplane names, and reads
+ * `kube-proxy:<mode>` (or `kube-proxy:*`) as kube-proxy's modes (the per-connection dataplanes).
+ */
 function expandDataplanes(names: readonly string[]): string[] {
-  const known = listDataplanes().map((d) => d.name);
+  const all = listDataplanes();
+  const kubeProxy = new Set(all.filter((d) => d.granularity === 'connection').map((d) => d.name));
   const out: string[] = [];
-  for (const name of names) {
+  for (const given of names) {
+    const aliased = given.startsWith(KUBE_PROXY) && kubeProxy.has(given.slice(KUBE_PROXY.length));
+    const name = aliased ? given.slice(KUBE_PROXY.length) : given;
     if (!name.endsWith('*')) {
       out.push(name);
       continue;
     }
-    const prefix = name.slice(0, -1);
+    const kubeProxyPattern = name.startsWith(KUBE_PROXY);
+    const known = kubeProxyPattern ? [...kubeProxy] : all.map((d) => d.name);
+    const prefix = kubeProxyPattern ? name.slice(KUBE_PROXY.length, -1) : name.slice(0, -1);
     const matches = known.filter((k) => k.startsWith(prefix));
     if (matches.length === 0)
       throw new Error(`dataplane pattern ${JSON.stringify(name)} matches nothing; known: ${known.join(', ')}`);

@@ -7,6 +7,9 @@
  * map request keys to pods for affinity, so their spread is set by the key distribution and
  * by the hash table's segment sizes (a ring with few points per pod is uneven by
  * construction), not by load.
+ *
+ * Scenarios of unequal pods (`heterogeneous`) are exempt from even requests too: there the
+ * right share follows each pod's capacity, not 1/K (heterogeneous.test.ts checks them).
  */
 import { describe, expect, it } from 'vitest';
 import { listDataplanes } from '../../src/sim/dataplane/registry.js';
@@ -14,6 +17,8 @@ import { builtinScenarios } from '../../src/sim/scenario/builtin-scenarios.js';
 import { runBuiltin } from './support.js';
 
 const evenlb = listDataplanes().filter((d) => d.name.startsWith('evenlb:'));
+/** Built-in scenarios whose pods differ in speed: even requests are not even load there. */
+const UNEQUAL_PODS = new Set(['heterogeneous']);
 
 describe('evenlb:<policy> dataplanes', () => {
   it('include every registered policy', () => {
@@ -22,7 +27,7 @@ describe('evenlb:<policy> dataplanes', () => {
     expect(names.length).toBeGreaterThanOrEqual(2);
   });
 
-  for (const scenario of builtinScenarios) {
+  for (const scenario of builtinScenarios.filter((b) => !UNEQUAL_PODS.has(b.name))) {
     it(`${scenario.name}: every load policy reaches max/mean ≤ 1.05`, () => {
       // random-connections sends one request per connection (placement is what it measures);
       // per-request balancing needs many requests per client to average out.
