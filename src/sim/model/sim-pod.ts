@@ -167,7 +167,8 @@ export class SimPod {
 
   /**
    * EWMA of the latencies of the requests it completed (arrival at the pod to response, so
-   * queueing included), time constant `server.loadWindowMs`; 0 before its first response.
+   * queueing included), each weighted `dt / (dt + server.loadWindowMs)` by the time since the
+   * previous response; 0 before its first response.
    */
   get recentLatencyMs(): number {
     return this.#loads.recentLatencyMs(this.index);
