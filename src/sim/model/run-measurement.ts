@@ -2,13 +2,14 @@
  * What a simulation run counts, and where the measured window lies. Requests are counted as
  * they are sent, delivered (per pod and time bucket; inside the window: per pod, to removed
  * pods, across zones) and completed (latency of requests sent inside the window, per run and
- * per pod); probes as the dataplane reports them. The window is one object shared with every
- * pod, whose busy time counts only inside it; its bounds are Infinity until the run opens and
+ * per pod); probes as the dataplane reports them; every pod's busy time and what it would
+ * report of itself (`PodLoads`). The window is one object shared with the pods' load figures,
+ * whose busy time counts only inside it; its bounds are Infinity until the run opens and
  * closes it. `outcome()` hands the counts over when the run ends.
  */
 import { LatencyHistogram } from '../metrics/latency-histogram.js';
 import { PodLatencies } from '../metrics/pod-latencies.js';
-import type { MeasuredWindow } from './pod-loads.js';
+import { type MeasuredWindow, PodLoads } from './pod-loads.js';
 import { PodSeries } from './pod-series.js';
 import { POD_HISTOGRAM_GROWTH, type SimPod } from './sim-pod.js';
 import type { SimulationOutcome } from './simulation-outcome.js';
@@ -32,6 +33,8 @@ export type MeasuredCounts = Pick<
 export class RunMeasurement {
   /** The measured window; Infinity bounds until it opens and closes. */
   readonly window: MeasuredWindow = { startMs: Number.POSITIVE_INFINITY, endMs: Number.POSITIVE_INFINITY };
+  /** Every pod's load figures: busy time inside `window`, and what it reports of itself. */
+  readonly loads: PodLoads;
   readonly #latency = new LatencyHistogram();
   readonly #podLatencies: PodLatencies;
   readonly #series: PodSeries;
@@ -43,10 +46,14 @@ export class RunMeasurement {
   #probes = 0;
   #windowProbes = 0;
 
-  /** `bucketMs`: width of the per-pod series buckets; `pods`: initial capacity of per-pod stores. */
-  constructor(bucketMs: number, pods: number) {
+  /**
+   * `bucketMs`: width of the per-pod series buckets; `pods`: initial capacity of per-pod stores;
+   * `loadWindowMs`: "recent" for what pods report of themselves (`server.loadWindowMs`).
+   */
+  constructor(bucketMs: number, pods: number, loadWindowMs: number) {
     this.#series = new PodSeries(bucketMs);
     this.#podLatencies = new PodLatencies(POD_HISTOGRAM_GROWTH, pods);
+    this.loads = new PodLoads(this.window, loadWindowMs, pods);
   }
 
   /** `t` lies inside the measured window. */

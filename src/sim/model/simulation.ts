@@ -27,7 +27,6 @@ import { ConnectionManager } from './connection-manager.js';
 import { DeploymentController } from './deployment-controller.js';
 import { SimFairShare } from './fair-share-shedding.js';
 import { changesPodRates, PodEpisodes } from './pod-episodes.js';
-import { PodLoads } from './pod-loads.js';
 import { PodService } from './pod-service.js';
 import { CLOSED_LOOP, RequestTable } from './request-table.js';
 import { timeCapMs } from './run-bounds.js';
@@ -68,7 +67,6 @@ export class Simulation implements SimulationContext {
   /** The speed of the pod created with each index. */
   readonly #speedOf: (index: number) => number;
   readonly #measure: RunMeasurement;
-  readonly #loads: PodLoads;
   readonly #podOf = new Map<Endpoint, SimPod>();
   readonly #ordinals = new Map<number, number>();
   readonly #kPodReady: number;
@@ -86,8 +84,7 @@ export class Simulation implements SimulationContext {
     const s = init.scenario;
     this.scenario = s;
     this.#onTick = init.onTick;
-    this.#measure = new RunMeasurement(s.bucketMs, s.pods.count);
-    this.#loads = new PodLoads(this.#measure.window, s.server.loadWindowMs, s.pods.count);
+    this.#measure = new RunMeasurement(s.bucketMs, s.pods.count, s.server.loadWindowMs);
     this.clock = new VirtualClock(this.scheduler);
     // Streams are forked in a fixed order; add new ones at the end to keep old seeds stable.
     const root = new SeededRandom(init.seed);
@@ -330,7 +327,7 @@ export class Simulation implements SimulationContext {
       initial,
       zone,
       ...(zone < 0 ? {} : { zoneName: zoneName(zone) }),
-      loads: this.#loads,
+      loads: this.#measure.loads,
     });
     this.pods.push(pod);
     this.#episodes.podCreated(pod);
