@@ -44,6 +44,7 @@ export class SimLoadProber implements LoadProber {
 
   probe(target: TrackedEndpoint): void {
     this.sent++;
+    this.#ctx.probeSent();
     const pod = this.#ctx.podOf(target.endpoint);
     if (pod === undefined || pod.state === 'gone') return;
     const slot = this.#alloc();
