@@ -5,6 +5,7 @@ export default defineConfig({
     index: 'src/index.ts',
     'server/index': 'src/server/index.ts',
     'grpc/index': 'src/grpc/index.ts',
+    'proxy/index': 'src/proxy/index.ts',
     'cli/main': 'src/cli/main.ts',
     'demo/pod': 'src/demo/pod-main.ts',
     'demo/load': 'src/demo/load-main.ts',
@@ -16,7 +17,12 @@ export default defineConfig({
   target: 'node20',
   platform: 'node',
   dts: {
-    entry: { index: 'src/index.ts', 'server/index': 'src/server/index.ts', 'grpc/index': 'src/grpc/index.ts' },
+    entry: {
+      index: 'src/index.ts',
+      'server/index': 'src/server/index.ts',
+      'grpc/index': 'src/grpc/index.ts',
+      'proxy/index': 'src/proxy/index.ts',
+    },
   },
   sourcemap: true,
   clean: true,

@@ -19,6 +19,7 @@ const ISOLATED = [
 const INTEGRATION_SHARED = [
   'test/api/**/*.test.ts',
   'test/deploy/**/*.test.ts',
+  'test/docs/**/*.test.ts',
   'test/doctor/errors.test.ts',
   'test/doctor/prescription.test.ts',
   'test/doctor/rbac.test.ts',

@@ -9,6 +9,10 @@
 // 32-bit hash above 2^31 into a context boxes a number in V8, which is the caller's cost, not
 // the picker's.
 //
+// Policies that probe (`prequal`) run twice: without a prober (they fall back, as on a transport
+// that cannot probe) and as "<policy> +probes" with a prober that writes a random answer into the
+// load record at once — the pick then spends its probe budget and compares the probe pool.
+//
 // Run: npm run bench -- pick   (builds dist/ first; run.mjs passes --expose-gc)
 import {
   Balancer,
@@ -104,6 +108,11 @@ function withLoad(balancer, random) {
   }
 }
 
+/** A prober that answers at once: a random in-flight count (0-7) and latency (1-20 ms). */
+function instantProber(answers) {
+  return { probe: (target) => target.load.probed(answers.int(8), 1 + answers.int(20)) };
+}
+
 ensureBuiltinPolicies();
 const policies = registeredPolicies();
 const rows = [];
@@ -134,12 +143,20 @@ for (const n of SIZES) {
   };
   row('baseline', baseNs, baseBytes);
   for (const policy of policies) {
-    const random = new SeededRandom(42);
-    const balancer = new Balancer({ policy: policy.name, clock: systemClock, random });
-    balancer.update(set);
-    withLoad(balancer, random);
-    const withContext = policy.kind === 'hash';
-    row(policy.name, nsPerPick(balancer.picker, withContext), bytesPerPick(balancer.picker, withContext));
+    for (const probing of policy.loadSignals?.includes('probes') ? [false, true] : [false]) {
+      const random = new SeededRandom(42);
+      const balancer = new Balancer({
+        policy: policy.name,
+        clock: systemClock,
+        random,
+        ...(probing ? { prober: instantProber(new SeededRandom(7)) } : {}),
+      });
+      balancer.update(set);
+      withLoad(balancer, random);
+      const withContext = policy.kind === 'hash';
+      const name = probing ? `${policy.name} +probes` : policy.name;
+      row(name, nsPerPick(balancer.picker, withContext), bytesPerPick(balancer.picker, withContext));
+    }
   }
 }
 
@@ -284,6 +301,12 @@ process.stdout.write(
   `\nslowest policy at 1,000 endpoints: ${slowest.policy} ${slowest.nsPerPick.toFixed(1)} ns/pick median, ` +
     `${slowest.bestNsPerPick.toFixed(1)} best (target <= 250)\n`,
 );
+for (const r of at1000.filter((x) => x.policy.endsWith('+probes'))) {
+  process.stdout.write(
+    `${r.policy} at 1,000 endpoints: ${r.nsPerPick.toFixed(1)} ns/pick median, ${r.bestNsPerPick.toFixed(1)} best, ` +
+      `${r.bytesPerPick.toFixed(2)} bytes/pick (target <= 250 ns)\n`,
+  );
+}
 const hashBuilds = builds.filter((b) => b.policy === 'maglev' || b.policy === 'ring-hash');
 for (const b of hashBuilds) {
   process.stdout.write(

@@ -4,10 +4,13 @@
  * whenever what may be picked changes. The client, the proxy and the simulator all balance
  * through this class.
  *
- * Weights that move with time — slow start, the herding guard, zone preference (see
- * `shaping/weight-shaper.ts`) — are applied here, not in pickers: while any of them is moving
- * the Balancer re-plans on a coarse tick (`weightRefreshMs`) and publishes a new picker only
- * when a weight changed, so `pick()` stays synchronous, clock-free and allocation-free.
+ * Weights that move with time — slow start, the herding guard, zone preference, weights from
+ * load reports, the pushback penalty (see `shaping/weight-shaper.ts`) — are applied here, not
+ * in pickers: while any of them is moving the Balancer re-plans on a coarse tick
+ * (`weightRefreshMs`) and publishes a new picker only when a weight changed, so `pick()` stays
+ * synchronous, clock-free and allocation-free. A pushback from an endpoint re-plans at once
+ * when no tick is armed (the tracker tells the Balancer), so the penalty starts with the first
+ * 429, not a tick later.
  */
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
@@ -28,6 +31,7 @@ import {
 import { ensureBuiltinPolicies } from './policies/index.js';
 import { type BalancingPolicy, getPolicy, type LoadProber, type PickerBuilder } from './policy.js';
 import { type HerdingGuardOptions, parseHerdingGuardOptions } from './shaping/herding-guard.js';
+import { type PushbackOptions, parsePushbackOptions } from './shaping/pushback-penalty.js';
 import { parseSlowStartOptions, type SlowStartOptions } from './shaping/slow-start.js';
 import { type ShapedEndpoint, WeightShaper } from './shaping/weight-shaper.js';
 import { parseZoneRoutingOptions, type ZoneRoutingOptions, type ZoneRoutingState } from './shaping/zone-preference.js';
@@ -69,6 +73,12 @@ export interface BalancerOptions {
   readonly slowStart?: Partial<SlowStartOptions>;
   /** Herding guard for `least-request` / `peak-ewma`; on by default, `false` switches it off. */
   readonly herdingGuard?: Partial<HerdingGuardOptions> | false;
+  /**
+   * The pushback penalty for endpoints answering 429, 503 or RESOURCE_EXHAUSTED (transports call
+   * `EndpointLoad.pushback()`): on by default (`windowMs` 5,000, `factor` 10); `false` switches it
+   * off. Hash policies are never biased.
+   */
+  readonly pushback?: Partial<PushbackOptions> | false;
   /** Load-aware zone preference; inactive unless the caller's zone is known. */
   readonly zoneRouting?: Partial<ZoneRoutingOptions>;
   /** How often moving weights (ramps, guards, zone spill) are re-planned, ms; default 250. */
@@ -161,6 +171,7 @@ export class Balancer {
   #plan: readonly ShapedEndpoint[] = [];
   #timer: TimerHandle | undefined;
   #closed = false;
+  readonly #stopPushback: () => void;
 
   constructor(options: BalancerOptions = {}) {
     ensureBuiltinPolicies();
@@ -198,9 +209,13 @@ export class Balancer {
         zoneRouting: parseZoneRoutingOptions(options.zoneRouting, 'Balancer zoneRouting'),
         choiceCount: this.policy.choiceCount?.(parsed),
         followsWeights: this.policy.kind === 'load' && this.policy.ignoresWeights !== true,
+        pushback: parsePushbackOptions(options.pushback, 'Balancer pushback'),
+        shapesPushback: this.policy.kind === 'load',
+        reportedWeights: this.policy.reportedWeights?.(parsed),
       },
       clock,
     );
+    this.#stopPushback = this.loads.onPushback(() => this.#pushedBack());
   }
 
   /** The current immutable picker. Read it per request; it is replaced on every change. */
@@ -249,6 +264,7 @@ export class Balancer {
   /** Stops the weight refresh tick; idempotent. The current picker stays usable. */
   close(): void {
     this.#closed = true;
+    this.#stopPushback();
     this.#timer?.cancel();
     this.#timer = undefined;
   }
@@ -286,6 +302,14 @@ export class Balancer {
     const fn = tracked.length > 0 ? this.#builder.build(tracked) : undefined;
     this.#picker = new PublishedPicker(tracked, fn, none);
     for (const listener of this.#listeners) listener(this.#picker);
+  }
+
+  /** An endpoint pushed back: re-plan now unless a tick is already armed (it will see the pushback). */
+  #pushedBack(): void {
+    if (this.#closed || !this.#shaper.pushedBack() || this.#timer !== undefined) return;
+    const plan = this.#shaper.plan(this.#kept, this.loads);
+    if (!samePlan(plan, this.#plan)) this.#publish(plan);
+    this.#schedule();
   }
 
   /** Arms the refresh tick while weights move with time. */

@@ -245,10 +245,13 @@ describe('load-aware policies avoid a loaded endpoint', () => {
     { policy: 'least-request', signal: 'latency' },
     { policy: 'peak-ewma', signal: 'in-flight' },
     { policy: 'peak-ewma', signal: 'latency' },
+    // Without a prober (as here) prequal falls back to least-request on its own load view.
+    { policy: 'prequal', signal: 'in-flight' },
+    { policy: 'prequal', signal: 'latency' },
   ];
   it('covers every registered load-aware policy', () => {
     // A registered policy that reads load signals must be added to `cases`.
-    const loadAware = ['least-request', 'peak-ewma'];
+    const loadAware = ['least-request', 'peak-ewma', 'prequal'];
     for (const name of loadAware) expect(policies.some((p) => p.name === name)).toBe(true);
   });
 

@@ -221,9 +221,12 @@ export class EndpointLoad {
     this.#tracker.reported.probed(this.#index, inFlight, latencyMs, now);
   }
 
-  /** Records pushback from the endpoint (it answered 429, 503 or RESOURCE_EXHAUSTED). */
+  /**
+   * Records pushback from the endpoint (it answered 429, 503 or RESOURCE_EXHAUSTED) and tells
+   * the tracker's pushback listeners (a `Balancer` starts its pushback penalty).
+   */
   pushback(now = this.#tracker.clock.now()): void {
-    this.#tracker.reported.pushback(this.#index, now);
+    this.#tracker.pushbackAt(this.#index, now);
   }
 
   /**
@@ -263,6 +266,7 @@ export class LoadTracker {
   inFlightCounts = new Int32Array(INITIAL_CAPACITY);
   #stats = new Float64Array(INITIAL_CAPACITY * STRIDE);
   #reported: ReportedLoad | undefined;
+  readonly #pushbackListeners = new Set<(index: number) => void>();
   /** Indices handed out so far (free or in use). */
   #used = 0;
   /** Indices freed by `prune()`, reused first. */
@@ -377,6 +381,11 @@ export class LoadTracker {
     return this.#stats[index * STRIDE + RTT_MS] as number;
   }
 
+  /** `EndpointLoad.averageMs` of record `index`: plain EWMA of observed latency, 0 before any. */
+  averageAt(index: number): number {
+    return this.#stats[index * STRIDE + AVERAGE_MS] as number;
+  }
+
   /** `EndpointLoad.estimatedAtMs` of record `index`. */
   estimatedAtMsAt(index: number): number {
     return this.#stats[index * STRIDE + STAMP_MS] as number;
@@ -386,6 +395,25 @@ export class LoadTracker {
   get reported(): ReportedLoad {
     this.#reported ??= new ReportedLoad(this.inFlightCounts.length);
     return this.#reported;
+  }
+
+  /** `EndpointLoad.pushback()` of record `index`: records it, then calls every pushback listener. */
+  pushbackAt(index: number, now = this.clock.now()): void {
+    this.reported.pushback(index, now);
+    for (const listener of this.#pushbackListeners) listener(index);
+  }
+
+  /**
+   * Calls `listener` with the record index on every pushback recorded here; returns the
+   * unsubscribe function. A `Balancer` listens to re-plan weights at once when an endpoint
+   * starts pushing back, instead of polling.
+   *
+   * @example
+   * const stop = tracker.onPushback((index) => console.log('pushback from record', index));
+   */
+  onPushback(listener: (index: number) => void): () => void {
+    this.#pushbackListeners.add(listener);
+    return () => this.#pushbackListeners.delete(listener);
   }
 
   /** A `ReportField` of record `index`, without making the `ReportedLoad` (NaN / 0 before it exists). */

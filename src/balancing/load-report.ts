@@ -23,6 +23,14 @@ export const LOAD_REPORT_HEADER = 'endpoint-load-metrics';
  */
 export const IN_FLIGHT_METRIC = 'inflight';
 
+/**
+ * The named metric for the server's latency estimate at its current load, ms
+ * (`named_metrics.latency_ms`): what a probe answer gives beside in-flight, so a report carrying
+ * both is a full answer for `prequal`. Best estimated from recent requests that arrived at about
+ * the current in-flight count (Prequal's servers do so), so a busier server says it is slower.
+ */
+export const LATENCY_METRIC = 'latency_ms';
+
 /** The longest header value read; a longer one is ignored whole. */
 export const MAX_LOAD_REPORT_BYTES = 4096;
 

@@ -8,9 +8,10 @@
  * every registered policy.
  */
 import type { Clock } from '../core/clock.js';
+import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { Random } from '../core/random.js';
-import type { LoadOptions } from './endpoint-load.js';
+import type { LoadOptions, LoadTracker } from './endpoint-load.js';
 import type { PickFn, TrackedEndpoint } from './picker.js';
 
 /**
@@ -22,6 +23,30 @@ import type { PickFn, TrackedEndpoint } from './picker.js';
  */
 export interface LoadProber {
   probe(target: TrackedEndpoint): void;
+}
+
+/**
+ * What endpoints say of themselves that a policy reads: `reports` — load reports on responses
+ * (`endpoint-load-metrics`, fed through `EndpointLoad.report`); `probes` — answers to
+ * `PolicyEnv.prober`. Transports parse report headers and run a prober only for policies that
+ * list them; every policy still picks (falls back) when they never come.
+ */
+export type LoadSignal = 'reports' | 'probes';
+
+/**
+ * Weights a policy derives from what endpoints report (gRFC A58's weighted round robin). The
+ * `Balancer` asks for them when it plans weights — on every endpoint change and on its refresh
+ * tick, at most every `updatePeriodMs` — and multiplies each endpoint's own weight by its
+ * multiplier, so pickers keep following plain weights and `pick()` reads no report.
+ */
+export interface ReportedWeights {
+  /** How often the multipliers are recomputed, ms (A58's `weight_update_period`). */
+  readonly updatePeriodMs: number;
+  /**
+   * Writes into `out[i]` the multiplier (> 0, relative: their scale does not matter) for
+   * `endpoints[i]`, from the load records in `loads` as of `nowMs`.
+   */
+  multipliers(endpoints: readonly Endpoint[], loads: LoadTracker, nowMs: number, out: Float64Array): void;
 }
 
 export interface PolicyEnv {
@@ -65,6 +90,13 @@ export interface BalancingPolicy<O = unknown> {
    * declares it compares load signals, so the `Balancer`'s herding guard applies to it.
    */
   choiceCount?(options: O): number;
+  /** What endpoints must report for the policy to work as designed (see `LoadSignal`); none when absent. */
+  readonly loadSignals?: readonly LoadSignal[];
+  /**
+   * For policies weighted by load reports: a fresh, stateful weight source for one balancer
+   * (see `ReportedWeights`). The `Balancer` re-plans with it on its weight refresh tick.
+   */
+  reportedWeights?(options: O): ReportedWeights;
 }
 
 const registry = new Map<string, BalancingPolicy>();

@@ -15,7 +15,7 @@ describe('reported load on EndpointLoad', () => {
   it('records reports field by field: a report without a field leaves it as it was', () => {
     const clock = new ManualClock(1000);
     const load = new LoadTracker(clock).get('a');
-    load.report({ cpuUtilization: 0.4, rpsFractional: 100, namedMetrics: { inflight: 3 } });
+    load.report({ cpuUtilization: 0.4, rpsFractional: 100, namedMetrics: { inflight: 3, latency_ms: 7.5 } });
     clock.advance(50);
     load.report({ applicationUtilization: 0.7, eps: 2 });
     expect({
@@ -25,7 +25,8 @@ describe('reported load on EndpointLoad', () => {
       inFlight: load.reported('reportedInFlight'),
       at: load.reported('reportedAtMs'),
       n: load.reported('reports'),
-    }).toEqual({ utilization: 0.7, rps: 100, eps: 2, inFlight: 3, at: 1050, n: 2 });
+      latencyMs: load.reported('reportedLatencyMs'),
+    }).toEqual({ utilization: 0.7, rps: 100, eps: 2, inFlight: 3, at: 1050, n: 2, latencyMs: 7.5 });
   });
 
   it('keeps the last probe answer and counts its uses from 0 again on each answer', () => {
@@ -50,6 +51,19 @@ describe('reported load on EndpointLoad', () => {
     clock.advance(3);
     load.pushback();
     expect([load.reported('pushbackAtMs'), load.reported('pushbacks')]).toEqual([10, 2]);
+  });
+
+  it("tells the tracker's pushback listeners which record pushed back, until they unsubscribe", () => {
+    const tracker = new LoadTracker(new ManualClock());
+    tracker.get('a');
+    const b = tracker.get('b');
+    const heard: number[] = [];
+    const stop = tracker.onPushback((index) => heard.push(index));
+    b.pushback();
+    stop();
+    b.pushback();
+    expect(heard).toEqual([b.index]);
+    expect(b.reported('pushbacks')).toBe(2);
   });
 
   it('survives growth, moves with a pruned record, and a reused index starts as "none yet"', () => {

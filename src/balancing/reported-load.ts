@@ -8,7 +8,7 @@
  * "None yet" reads NaN (a figure never reported, a probe never answered, no pushback ever);
  * the counts start at 0. A report without a field leaves that figure as it was.
  */
-import { IN_FLIGHT_METRIC, type LoadReport, reportedUtilization } from './load-report.js';
+import { IN_FLIGHT_METRIC, LATENCY_METRIC, type LoadReport, reportedUtilization } from './load-report.js';
 
 /** The fields of one record's row. */
 export const ReportField = Object.freeze({
@@ -36,21 +36,39 @@ export const ReportField = Object.freeze({
   pushbackAtMs: 10,
   /** Pushback answers received, ever. */
   pushbacks: 11,
+  /** The latency estimate (ms) the server last reported (`named_metrics.latency_ms`). */
+  reportedLatencyMs: 12,
 } as const);
 
 export type ReportFieldName = keyof typeof ReportField;
 
-const STRIDE = 12;
+const STRIDE = 13;
+/** Fields per record in `ReportedLoad.rows`. */
+export const REPORT_STRIDE = STRIDE;
 const COUNTS: readonly number[] = [ReportField.reports, ReportField.probeUses, ReportField.pushbacks];
 
 /** Reported load, probe answers and pushback for the records of one `LoadTracker`, by record index. */
 export class ReportedLoad {
   #rows: Float64Array;
+  /**
+   * Reports and probe answers recorded so far (any record): a picker that scans many records
+   * per pick compares it with the count it last saw and skips looking for news when equal.
+   */
+  changes = 0;
 
   /** Room for `capacity` records, every row "none yet". */
   constructor(capacity: number) {
     this.#rows = new Float64Array(capacity * STRIDE);
     for (let i = 0; i < capacity; i++) this.clear(i);
+  }
+
+  /**
+   * The rows themselves: record `index`'s field `f` is `rows[index * REPORT_STRIDE + f]`. For
+   * pickers that scan many records per pick; replaced when the table grows, so read it through
+   * this getter on every use, never keep it.
+   */
+  get rows(): Float64Array {
+    return this.#rows;
   }
 
   /** A field of record `index`. */
@@ -68,8 +86,11 @@ export class ReportedLoad {
     if (report.eps !== undefined) r[row + ReportField.eps] = report.eps;
     const inFlight = report.namedMetrics?.[IN_FLIGHT_METRIC];
     if (inFlight !== undefined) r[row + ReportField.reportedInFlight] = inFlight;
+    const latencyMs = report.namedMetrics?.[LATENCY_METRIC];
+    if (latencyMs !== undefined) r[row + ReportField.reportedLatencyMs] = latencyMs;
     r[row + ReportField.reportedAtMs] = now;
     r[row + ReportField.reports] = (r[row + ReportField.reports] as number) + 1;
+    this.changes++;
   }
 
   /** Records a probe answer for record `index`; its use count starts again at 0. */
@@ -80,6 +101,7 @@ export class ReportedLoad {
     r[row + ReportField.probeLatencyMs] = latencyMs;
     r[row + ReportField.probedAtMs] = now;
     r[row + ReportField.probeUses] = 0;
+    this.changes++;
   }
 
   /** Counts one more pick made on record `index`'s last probe answer; returns the new count. */

@@ -5,7 +5,8 @@
  * Exit codes: 0 when the check passed (or no `--fail-above` was given), 1 when max/mean is above
  * `--fail-above` or the check could not run (API server or Prometheus unreachable, RBAC
  * forbidden, a pod that cannot be scraped), 2 for usage errors (bad flags, no such Service, no
- * Kubernetes configuration, no request metric found).
+ * Kubernetes configuration, a kubeconfig without @kubernetes/client-node installed, no request
+ * metric found).
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { systemClock } from '../core/clock.js';
@@ -66,6 +67,7 @@ const USAGE_CODES: readonly string[] = [
   ErrorCodes.INVALID_OPTION,
   ErrorCodes.INVALID_CONFIG,
   ErrorCodes.SERVICE_NOT_FOUND,
+  ErrorCodes.MISSING_PACKAGE,
 ];
 
 /**

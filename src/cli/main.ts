@@ -1,29 +1,12 @@
 #!/usr/bin/env node
 /**
  * The `evenlb` command. Each subcommand lives in its own file and registers itself on the
- * program here; usage errors (unknown flags, bad values) exit with code 2.
+ * program (program.ts); usage errors (unknown flags, bad values) exit with code 2.
  */
-import { Command, CommanderError } from 'commander';
+import { CommanderError } from 'commander';
 // Registers the k8s:/// scheme with createEndpointSource (proxy and client routes use it).
 import '../discovery/kubernetes/index.js';
-import { version } from '../version.js';
-import { registerDemoCommand } from './demo.js';
-import { registerDoctorCommand } from './doctor.js';
-import { registerProxyCommand } from './proxy.js';
-import { registerSimCommand } from './sim.js';
-
-export function createProgram(): Command {
-  const program = new Command('evenlb')
-    .description('Even load across Kubernetes pods, whatever the connections do.')
-    .version(version, '-V, --version')
-    .showHelpAfterError()
-    .exitOverride();
-  registerDemoCommand(program);
-  registerDoctorCommand(program);
-  registerProxyCommand(program);
-  registerSimCommand(program);
-  return program;
-}
+import { createProgram } from './program.js';
 
 async function main(argv: readonly string[]): Promise<void> {
   const program = createProgram();

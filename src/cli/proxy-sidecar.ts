@@ -10,9 +10,9 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { destination, type Logger, pino } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import { AppHealth } from '../proxy/app-health.js';
-import type { ProxyConfig } from '../proxy/config-schema.js';
+import type { ProxyConfig } from '../proxy/config/config-schema.js';
 import type { ProxyOptions } from '../proxy/proxy-server.js';
+import { AppHealth } from '../proxy/sidecar/app-health.js';
 import {
   loadSidecarConfigFile,
   parseAppAddress,
@@ -20,7 +20,7 @@ import {
   type SidecarOptions,
   type SidecarSetup,
   sidecarSetup,
-} from '../proxy/sidecar-config.js';
+} from '../proxy/sidecar/sidecar-config.js';
 import { parseDuration } from './sim.js';
 
 /** The sidecar's flags as commander hands them over (camel-cased), with the proxy flags they meet. */

@@ -2,17 +2,25 @@
  * `evenlb proxy`: the L7/L4 balancing proxy. Flags cover the simple case (one listener, one
  * upstream target); `--config FILE` takes the full YAML configuration. An invalid
  * configuration (a field, or fields that cannot hold together) exits with code 2 before
- * anything listens; an address another process holds exits with code 1, naming the field.
- * With `--config`, SIGHUP and changes to the file reload it; a reload that fails — invalid, or
- * not appliable — changes nothing, keeps every listener serving and logs `reload failed;
- * keeping the running configuration` with the reason. SIGTERM and SIGINT drain and stop.
+ * anything listens, and so does a `k8s:///` target that would read a kubeconfig while
+ * @kubernetes/client-node is not installed; an address another process holds exits with code 1,
+ * naming the field. With `--config`, SIGHUP and changes to the file reload it; a reload that
+ * fails — invalid, or not appliable — changes nothing, keeps every listener serving and logs
+ * `reload failed; keeping the running configuration` with the reason. SIGTERM and SIGINT drain
+ * and stop.
  */
 import { watch } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ErrorCodes, isEvenlbError } from '../core/errors.js';
-import type { ProxyConfig } from '../proxy/config-schema.js';
-import { configFromFlags, loadProxyConfigFile } from '../proxy/proxy-config.js';
+import { clientNodeInstalled, missingClientNode } from '../discovery/kubernetes/client-node-package.js';
+import {
+  describeConnection,
+  resolveKubeConnectionConfig,
+  SERVICE_ACCOUNT_DIR,
+} from '../discovery/kubernetes/kube-connection.js';
+import type { ProxyConfig } from '../proxy/config/config-schema.js';
+import { configFromFlags, loadProxyConfigFile } from '../proxy/config/proxy-config.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
 import { addSidecarOptions, type SidecarCli, type SidecarFlags, sidecarFromCli } from './proxy-sidecar.js';
 
@@ -24,6 +32,24 @@ interface ProxyCliOptions extends SidecarFlags {
   admin?: string;
   protocol?: 'http1' | 'h2';
   accessLog?: boolean;
+}
+
+/** True when a cluster or a listener's fair-share peers follow a `k8s:///` target. */
+function usesKubernetes(config: ProxyConfig): boolean {
+  const targets = [
+    ...config.clusters.map((c) => c.target),
+    ...config.listeners.map((l) => l.recycle?.fairShare?.peers ?? ''),
+  ];
+  return targets.some((t) => t.startsWith('k8s:'));
+}
+
+/** The API server configuration discovery will choose; undefined when there is none (discovery reports that). */
+function kubeConnectionOrUndefined(): ReturnType<typeof resolveKubeConnectionConfig> | undefined {
+  try {
+    return resolveKubeConnectionConfig({ serviceAccountDir: SERVICE_ACCOUNT_DIR, env: process.env });
+  } catch {
+    return undefined;
+  }
 }
 
 function usage(message: string): void {
@@ -71,6 +97,10 @@ export function registerProxyCommand(program: Command): void {
       } catch (err) {
         if (isEvenlbError(err)) return usage(err.message);
         throw err;
+      }
+      if (usesKubernetes(config) && !clientNodeInstalled()) {
+        const kube = kubeConnectionOrUndefined();
+        if (kube?.type === 'kubeconfig') return usage(missingClientNode(describeConnection(kube)).message);
       }
       let proxy: ProxyServer;
       try {

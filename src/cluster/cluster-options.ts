@@ -18,7 +18,7 @@ import type { RequestOutcome, RetryReason } from './retry-policy.js';
 
 export type { RequestOutcome } from './retry-policy.js';
 
-type PemInput = string | Buffer | readonly (string | Buffer)[];
+export type PemInput = string | Buffer | readonly (string | Buffer)[];
 
 const isPem = (v: unknown): v is PemInput =>
   typeof v === 'string' ||

@@ -39,6 +39,8 @@ export const ErrorCodes = {
   WEBHOOK_FAILED: 'EVENLB_WEBHOOK_FAILED',
   /** Setting up a network namespace or its iptables rules failed (not root, `ip`/`iptables` missing, a command failed). */
   NETFILTER_FAILED: 'EVENLB_NETFILTER_FAILED',
+  /** An optional package the chosen feature needs is not installed; the message names it and the command to install it. */
+  MISSING_PACKAGE: 'EVENLB_MISSING_PACKAGE',
 } as const;
 
 export type ErrorCode = (typeof ErrorCodes)[keyof typeof ErrorCodes];

@@ -23,11 +23,8 @@ import type { EndpointInput } from '../core/endpoint.js';
 import { EndpointSet } from '../core/endpoint-set.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { opt, type Parsed, parseOptions } from '../core/options.js';
+import { type DiscoveryLogger, discoveryLogger, isDiscoveryLogger } from './discovery-logger.js';
 import { BaseEndpointSource } from './endpoint-source.js';
-import { type DiscoveryLogger, discoveryLogger } from './file-endpoint-source.js';
-
-const isLogger = (v: unknown): v is DiscoveryLogger =>
-  typeof v === 'object' && v !== null && typeof (v as DiscoveryLogger).warn === 'function';
 
 const dnsSourceSpec = {
   host: opt.string({ nonEmpty: true }),
@@ -47,7 +44,7 @@ const dnsSourceSpec = {
   /** Per-query timeout (ms) in `resolve` mode; default 5000. */
   timeoutMs: opt.int({ min: 1, default: 5_000 }),
   clock: opt.custom<Clock, { optional: true }>('a Clock', isClock, { optional: true }),
-  logger: opt.custom<DiscoveryLogger, { optional: true }>('a logger with warn() and info()', isLogger, {
+  logger: opt.custom<DiscoveryLogger, { optional: true }>('a logger with warn() and info()', isDiscoveryLogger, {
     optional: true,
   }),
 };

@@ -18,29 +18,12 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute } from 'node:path';
-import pino from 'pino';
 import { type Clock, isClock, systemClock, type TimerHandle } from '../core/clock.js';
 import { EndpointSet } from '../core/endpoint-set.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { opt, parseOptions } from '../core/options.js';
+import { type DiscoveryLogger, discoveryLogger, isDiscoveryLogger } from './discovery-logger.js';
 import { BaseEndpointSource } from './endpoint-source.js';
-
-/** The logging a source does: pino-compatible `warn`/`info`. */
-export interface DiscoveryLogger {
-  warn(fields: Record<string, unknown>, message: string): void;
-  info(fields: Record<string, unknown>, message: string): void;
-}
-
-let defaultLogger: DiscoveryLogger | undefined;
-
-/** A pino logger on stderr at `EVENLB_LOG_LEVEL` (default `warn`), created on first use. */
-export function discoveryLogger(): DiscoveryLogger {
-  defaultLogger ??= pino({ name: 'evenlb', level: process.env.EVENLB_LOG_LEVEL ?? 'warn' }, pino.destination(2));
-  return defaultLogger;
-}
-
-const isLogger = (v: unknown): v is DiscoveryLogger =>
-  typeof v === 'object' && v !== null && typeof (v as DiscoveryLogger).warn === 'function';
 
 const fileSourceSpec = {
   /** Absolute path of the JSON file. */
@@ -55,7 +38,7 @@ const fileSourceSpec = {
   /** Use `fs.watch` (in addition to polling); default true. */
   watch: opt.boolean({ default: true }),
   clock: opt.custom<Clock, { optional: true }>('a Clock', isClock, { optional: true }),
-  logger: opt.custom<DiscoveryLogger, { optional: true }>('a logger with warn() and info()', isLogger, {
+  logger: opt.custom<DiscoveryLogger, { optional: true }>('a logger with warn() and info()', isDiscoveryLogger, {
     optional: true,
   }),
 };

@@ -52,6 +52,7 @@ export const proxyMetricNames = Object.freeze({
   downstreamRequests: 'evenlb_proxy_downstream_requests_total',
   downstreamConnections: 'evenlb_proxy_downstream_connections',
   downstreamConnectionsOpened: 'evenlb_proxy_downstream_connections_opened_total',
+  downstreamClosed: 'evenlb_proxy_downstream_closed_total',
   rejected: 'evenlb_proxy_rejected_requests_total',
   configReloads: 'evenlb_proxy_config_reloads_total',
 });
@@ -106,6 +107,7 @@ export class ProxyMetrics {
   /** Answered requests per listener, indexed by status class (0 = aborted, 1..5 = 1xx..5xx). */
   readonly #answered = new Map<string, Float64Array>();
   readonly #rejected: Counter<'listener' | 'reason'>;
+  readonly #closedConnections: Counter<'listener' | 'reason'>;
   readonly #retries: Counter<'cluster' | 'reason'>;
   readonly #connections: Gauge<'listener'>;
   readonly #connectionsOpened: Counter<'listener'>;
@@ -232,6 +234,12 @@ export class ProxyMetrics {
       labelNames: ['listener', 'reason'],
       registers: [r],
     });
+    this.#closedConnections = new Counter({
+      name: n.downstreamClosed,
+      help: 'Client connections the proxy closed itself, by reason: the deadline that expired (first-byte, tls-handshake, request-head, request-body, request, idle, h2-idle, h2-ping) or connection-limit (the oldest idle one, to make room at maxConnections).',
+      labelNames: ['listener', 'reason'],
+      registers: [r],
+    });
     this.#connections = new Gauge({
       name: n.downstreamConnections,
       help: 'Open client connections per listener.',
@@ -317,6 +325,11 @@ export class ProxyMetrics {
 
   rejected(listener: string, reason: string): void {
     this.#rejected.inc({ listener, reason });
+  }
+
+  /** Counts a client connection the proxy closed itself (a deadline, or room made at `maxConnections`). */
+  closedBy(listener: string, reason: string): void {
+    this.#closedConnections.inc({ listener, reason });
   }
 
   connectionOpened(listener: string): void {

@@ -3,9 +3,21 @@
  * recyclers in one process may share a prom-client `Registry`, so each constructor here returns
  * the instrument already registered under the name when there is one (of the same kind;
  * another kind under that name is an `INVALID_OPTION` error) and otherwise registers a new one.
+ * prom-client is loaded on the first instrument, not at import: only programs that ask for
+ * metrics (and so hold a `Registry` already) pay for loading it.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { createRequire } from 'node:module';
+import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
+
+type PromClient = typeof import('prom-client');
+let promClient: PromClient | undefined;
+
+/** prom-client, required on first use (a CommonJS package: loading it is synchronous). */
+function prom(): PromClient {
+  promClient ??= createRequire(import.meta.url)('prom-client') as PromClient;
+  return promClient;
+}
 
 /** Returns the instrument registered under `name`, creating it when absent. */
 function reuse<M>(
@@ -36,6 +48,7 @@ export function registeredCounter<L extends string>(
   help: string,
   labelNames: readonly L[],
 ): Counter<L> {
+  const { Counter } = prom();
   return reuse(registry, name, Counter<L>, (registers) => new Counter({ name, help, labelNames, registers }));
 }
 
@@ -47,6 +60,7 @@ export function registeredHistogram<L extends string>(
   labelNames: readonly L[],
   buckets: number[],
 ): Histogram<L> {
+  const { Histogram } = prom();
   return reuse(
     registry,
     name,
@@ -66,6 +80,7 @@ export function registeredGauge<L extends string>(
   labelNames: readonly L[],
   collect?: (gauge: Gauge<L>) => void,
 ): Gauge<L> {
+  const { Gauge } = prom();
   return reuse(
     registry,
     name,

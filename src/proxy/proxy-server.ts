@@ -25,14 +25,14 @@ import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { type ClusterView, ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { FairShareStats } from '../server/fair-share/fair-share-shedder.js';
-import { AdminServer } from './admin-server.js';
-import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config-schema.js';
-import { L7Listener, type L7State } from './l7-listener.js';
-import { parseAddress } from './listen-address.js';
-import { descriptorProblem, ListenerBinding, listenError } from './listener-binding.js';
-import { ProxyCluster } from './proxy-cluster.js';
-import { RouteTable } from './route-table.js';
-import { TcpListener } from './tcp-listener.js';
+import { AdminServer } from './admin/admin-server.js';
+import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config/config-schema.js';
+import { parseAddress } from './config/listen-address.js';
+import { L7Listener, type L7State } from './listener/l7-listener.js';
+import { descriptorProblem, ListenerBinding, listenError } from './listener/listener-binding.js';
+import { RouteTable } from './routing/route-table.js';
+import { TcpListener } from './tcp/tcp-listener.js';
+import { ProxyCluster } from './upstream/proxy-cluster.js';
 
 export interface ProxyOptions {
   readonly logger?: Logger;
@@ -59,7 +59,7 @@ export class ProxyServer {
   #config: ProxyConfig;
   #clusters = new Map<string, ProxyCluster>();
   #listeners = new Map<string, Listener>();
-  /** The bound socket each listener serves, by listener name (see listener-binding.ts). */
+  /** The bound socket each listener serves, by listener name (see listener/listener-binding.ts). */
   #bindings = new Map<string, ListenerBinding>();
   #state: L7State;
   #admin: AdminServer | undefined;

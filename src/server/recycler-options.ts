@@ -5,7 +5,7 @@
  * retiring HTTP/1 connection must have been idle before it is closed without a response to
  * carry `Connection: close`, and the injected clock, randomness and metrics registry.
  */
-import { Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { type Clock, isClock, systemClock } from '../core/clock.js';
 import { type Input, opt, type Parsed, parseOptions } from '../core/options.js';
 import { createRandom, type Random } from '../core/random.js';
@@ -17,9 +17,9 @@ const COMPONENT = 'recycleConnections';
 const isRandom = (v: unknown): v is Random =>
   typeof v === 'object' && v !== null && typeof (v as Random).next === 'function';
 
+/** A prom-client `Registry` (by its shape: prom-client is loaded only once metrics are asked for). */
 const isRegistry = (v: unknown): v is Registry =>
-  v instanceof Registry ||
-  (typeof v === 'object' && v !== null && typeof (v as Registry).getSingleMetric === 'function');
+  typeof v === 'object' && v !== null && typeof (v as Registry).getSingleMetric === 'function';
 
 export const recyclerOptionsSpec = {
   ...lifetimeOptionsSpec,

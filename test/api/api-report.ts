@@ -1,8 +1,9 @@
 /**
- * Builds the text of the public API report (`etc/evenlb.api.txt`) from a module's declarations
- * with the TypeScript compiler: one block per exported name, runtime values first marked
- * `value`, types marked `type`, each with its members or signature as the compiler prints them.
- * Works on the source entry (`src/index.ts`) and on the built `dist/index.d.ts` alike.
+ * Builds the text of the public API reports (`etc/*.api.txt`, one per entry point) from a
+ * module's declarations with the TypeScript compiler: one block per exported name, runtime
+ * values first marked `value`, types marked `type`, each with its members or signature as the
+ * compiler prints them. Works on a source entry (`src/index.ts`) and on its built declaration
+ * file (`dist/index.d.ts`) alike; one program can serve several entries.
  */
 import ts from 'typescript';
 
@@ -64,9 +65,9 @@ function relativePaths(line: string): string {
     .replace(/import\("[^"]*\/(src|dist)\//g, 'import("$1/');
 }
 
-/** Every export of the module in `file`, sorted: runtime names first, then types. */
-export function apiEntries(file: string): ApiEntry[] {
-  const program = ts.createProgram([file], {
+/** A compiler program over the entry files `files` (sources or declaration files). */
+export function apiProgram(files: readonly string[]): ts.Program {
+  return ts.createProgram(files, {
     module: ts.ModuleKind.NodeNext,
     moduleResolution: ts.ModuleResolutionKind.NodeNext,
     target: ts.ScriptTarget.ES2022,
@@ -75,13 +76,24 @@ export function apiEntries(file: string): ApiEntry[] {
     noEmit: true,
     types: ['node'],
   });
+}
+
+/** The symbols `file` exports, as written (aliases unresolved). */
+export function moduleExports(program: ts.Program, file: string): ts.Symbol[] {
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(file);
   if (source === undefined) throw new Error(`api report: cannot read ${file}`);
   const moduleSymbol = checker.getSymbolAtLocation(source);
   if (moduleSymbol === undefined) throw new Error(`api report: ${file} is not a module`);
+  return checker.getExportsOfModule(moduleSymbol);
+}
+
+/** Every export of the module in `file`, sorted: runtime names first, then types. */
+export function apiEntries(program: ts.Program, file: string): ApiEntry[] {
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(file)!;
   const entries: ApiEntry[] = [];
-  for (const exported of checker.getExportsOfModule(moduleSymbol)) {
+  for (const exported of moduleExports(program, file)) {
     const symbol = exported.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(exported) : exported;
     const decl = symbol.declarations?.[0] ?? source;
     const kind = kindOf(symbol);
@@ -113,14 +125,28 @@ export function apiEntries(file: string): ApiEntry[] {
   return entries.sort((a, b) => Number(b.value) - Number(a.value) || a.name.localeCompare(b.name));
 }
 
-/** The report text for `entries`. */
-export function renderApiReport(entries: readonly ApiEntry[]): string {
+/** One entry point of the package: its import specifier, source file and report file. */
+export interface EntryPoint {
+  /** `evenlb`, `evenlb/server`... */
+  readonly specifier: string;
+  /** Source entry, relative to the repository (`src/index.ts`). */
+  readonly source: string;
+  /** Built declarations, relative to the repository (`dist/index.d.ts`). */
+  readonly declarations: string;
+  /** The report, relative to the repository (`etc/evenlb.api.txt`). */
+  readonly report: string;
+  /** At most this many runtime names. */
+  readonly maxRuntimeNames: number;
+}
+
+/** The report text for `entries` of `entry`. */
+export function renderApiReport(entry: EntryPoint, entries: readonly ApiEntry[]): string {
   const values = entries.filter((e) => e.value).length;
   const head = [
-    '# evenlb public API: every name the package root ("evenlb") exports, with its shape.',
-    '# Generated from src/index.ts; test/api/public-api.test.ts fails when they differ. After an',
+    `# evenlb public API: every name "${entry.specifier}" exports, with its shape.`,
+    `# Generated from ${entry.source}; test/api/public-api.test.ts fails when they differ. After an`,
     '# intended change: UPDATE_API_REPORT=1 npx vitest run test/api/public-api.test.ts',
-    `# ${values} runtime names (at most 50), ${entries.length - values} type-only names.`,
+    `# ${values} runtime names (at most ${entry.maxRuntimeNames}), ${entries.length - values} type-only names.`,
     '',
   ];
   const body = entries.flatMap((e) => [

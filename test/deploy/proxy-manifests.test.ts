@@ -16,9 +16,9 @@ import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v
 import { ConfigMap, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { parseSidecarOptions } from '../../src/proxy/sidecar-config.js';
+import { parseSidecarOptions } from '../../src/proxy/sidecar/sidecar-config.js';
 import { type Backend, fetchText, startBackend, startProxy } from '../proxy/helpers.js';
 
 const DEPLOY = join(import.meta.dirname, '..', '..', 'deploy');

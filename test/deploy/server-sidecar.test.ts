@@ -27,7 +27,7 @@ import {
   parseAppAddress,
   parseSidecarOptions,
   type SidecarOptions,
-} from '../../src/proxy/sidecar-config.js';
+} from '../../src/proxy/sidecar/sidecar-config.js';
 import { endpointSlice, FakeKubeApiServer, type RecordedRequest } from '../support/fake-kube-api-server.js';
 import { buildCli, repoRoot } from '../support/run-cli.js';
 import { testCertificates } from '../support/test-certificates.js';

@@ -6,7 +6,7 @@
  * reported as degraded with a message naming the cause.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,8 +17,8 @@ import {
   type KubernetesSourceOptions,
 } from '../../src/discovery/kubernetes/index.js';
 import { selfSignedCert } from '../server/support/servers.js';
-import { endpointSlice, FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
-import { okWith, waitForSnapshot } from './source-helpers.js';
+import { FakeKubeApiServer, service } from '../support/fake-kube-api-server.js';
+import { okWith, rotateToken, waitForSnapshot, webSlice } from './source-helpers.js';
 
 let dir: string;
 let api: FakeKubeApiServer;
@@ -34,17 +34,6 @@ const FAST: KubernetesSourceOptions = { backoffBaseMs: 20, backoffMaxMs: 200, re
 
 async function follow(options: KubernetesSourceOptions): Promise<KubernetesEndpointSource> {
   return createKubernetesEndpointSource('k8s:///web.cfg:80', { ...FAST, ...options });
-}
-
-/** The `web-a` slice of Service `web.cfg` (port 8080) listing `addresses`. */
-function webSlice(...addresses: string[]) {
-  return endpointSlice({
-    name: 'web-a',
-    namespace: 'cfg',
-    service: 'web',
-    ports: [{ port: 8080 }],
-    endpoints: addresses.map((address) => ({ address })),
-  });
 }
 
 /**
@@ -82,11 +71,7 @@ describe('in-cluster', () => {
       await waitForSnapshot(source, okWith('10.0.0.1:8080'));
       expect(api.requests.at(-1)?.token).toBe('sa-token');
 
-      // Rotated as the kubelet does it: the new file replaces the old in one rename, so a
-      // reader never sees it empty (writeFile truncates first: a read then sent no token).
-      await writeFile(join(sa, 'token.new'), 'sa-token-2');
-      await rename(join(sa, 'token.new'), join(sa, 'token'));
-      api.setToken('sa-token-2');
+      await rotateToken(sa, api, 'sa-token-2');
       api.dropWatches();
       api.applyEndpointSlice(webSlice('10.0.0.1', '10.0.0.2'));
       await waitForSnapshot(source, okWith('10.0.0.1:8080', '10.0.0.2:8080'));

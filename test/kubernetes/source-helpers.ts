@@ -1,12 +1,15 @@
 /**
  * Helpers for the Kubernetes discovery tests: fast watch timing, waiting for a source's
- * snapshot to satisfy a condition (event-driven, with a deadline), and reading a set's
- * addresses in a stable order.
+ * snapshot to satisfy a condition (event-driven, with a deadline), reading a set's addresses in
+ * a stable order, the `web-a` slice of Service `cfg/web`, and a service-account token rotated
+ * as the kubelet rotates it.
  */
+import { rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { EndpointSet } from '../../src/core/endpoint-set.js';
 import type { DiscoverySnapshot, EndpointSource } from '../../src/discovery/endpoint-source.js';
 import type { KubernetesSourceOptions } from '../../src/discovery/kubernetes/index.js';
-import type { FakeKubeApiServer } from '../support/fake-kube-api-server.js';
+import { endpointSlice, type FakeKubeApiServer } from '../support/fake-kube-api-server.js';
 
 /** Timing that keeps retries short; the stall timeout is long unless a test lowers it. */
 export function fastOptions(api: FakeKubeApiServer, extra: KubernetesSourceOptions = {}): KubernetesSourceOptions {
@@ -70,4 +73,26 @@ export function eligible(set: EndpointSet): string[] {
 export function okWith(...keys: string[]): (s: DiscoverySnapshot) => boolean {
   const want = [...keys].sort().join(' ');
   return (s) => s.status.state === 'ok' && addresses(s.endpoints).join(' ') === want;
+}
+
+/** The `web-a` slice of Service `cfg/web` (port 8080) listing `addresses`. */
+export function webSlice(...addresses: string[]) {
+  return endpointSlice({
+    name: 'web-a',
+    namespace: 'cfg',
+    service: 'web',
+    ports: [{ port: 8080 }],
+    endpoints: addresses.map((address) => ({ address })),
+  });
+}
+
+/**
+ * Replaces the token in service-account folder `dir` as the kubelet does — the new file
+ * replaces the old in one rename, so a reader never sees it empty (writeFile truncates first: a
+ * read then sent no token) — and makes `api` accept only the new one.
+ */
+export async function rotateToken(dir: string, api: FakeKubeApiServer, token: string): Promise<void> {
+  await writeFile(join(dir, 'token.new'), token);
+  await rename(join(dir, 'token.new'), join(dir, 'token'));
+  api.setToken(token);
 }

@@ -22,14 +22,8 @@ import { Registry } from 'prom-client';
 import { request } from 'undici';
 import { afterEach, describe, expect, test } from 'vitest';
 import type { ClusterStats } from '../../src/cluster/cluster-stats.js';
-import {
-  BalancedAgent,
-  type ClusterSettings,
-  clientMetricNames,
-  proxyMetricNames,
-  StaticEndpointSource,
-} from '../../src/index.js';
-import type { ProxyServer } from '../../src/proxy/proxy-server.js';
+import { BalancedAgent, type ClusterSettings, clientMetricNames, StaticEndpointSource } from '../../src/index.js';
+import { type ProxyServer, proxyMetricNames } from '../../src/proxy/index.js';
 import { type FailureBehaviour, type FailureServer, startFailureServer } from '../support/failure-server.js';
 import { h2StatusOf, startProxy, statusOf } from './helpers.js';
 

@@ -13,9 +13,9 @@ import net, { type AddressInfo } from 'node:net';
 import { systemClock } from '../../src/core/clock.js';
 import type { EndpointInput } from '../../src/core/endpoint.js';
 import { SeededRandom } from '../../src/core/random.js';
-import { AppHealth } from '../../src/proxy/app-health.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { parseSidecarOptions, SIDECAR_LISTENER, sidecarSetup } from '../../src/proxy/sidecar-config.js';
+import { AppHealth } from '../../src/proxy/sidecar/app-health.js';
+import { parseSidecarOptions, SIDECAR_LISTENER, sidecarSetup } from '../../src/proxy/sidecar/sidecar-config.js';
 import { quietLogger } from './helpers.js';
 
 /** A plain app: counts what it serves; `delayMs` holds each answer (streams stay in flight). */

@@ -55,9 +55,15 @@ function summarise(scenario: string, knobs: ScenarioKnobs, only?: (name: string)
   ) as Summary;
 }
 
-/** `actual` restricted to the keys `golden` has (recursively), so new report fields are ignored. */
+/**
+ * `actual` restricted to the keys `golden` has (recursively), so new report fields are ignored —
+ * and, in arrays, to the entries it has: dataplanes registered later come last and are compared
+ * only once recorded.
+ */
 function restrict(actual: unknown, golden: unknown): unknown {
-  if (Array.isArray(golden) && Array.isArray(actual)) return actual.map((a, i) => restrict(a, golden[i]));
+  if (Array.isArray(golden) && Array.isArray(actual)) {
+    return actual.length < golden.length ? actual : golden.map((g, i) => restrict(actual[i], g));
+  }
   if (golden !== null && typeof golden === 'object' && actual !== null && typeof actual === 'object') {
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(golden))

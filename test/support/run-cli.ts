@@ -61,12 +61,18 @@ export interface RunCliOptions {
    * resolve when the process exits, for commands whose children may keep the pipes open.
    */
   readonly until?: 'close' | 'exit';
+  /** The child's environment (default: this process's). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /** Runs `node <cli> ...args` in the repository root. */
 export function runCli(cli: string, args: readonly string[], options: RunCliOptions): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cli, ...args], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.env === undefined ? {} : { env: options.env }),
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => {

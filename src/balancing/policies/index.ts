@@ -7,7 +7,9 @@ import { type BalancingPolicy, registeredPolicies, registerPolicy } from '../pol
 import { leastRequestPolicy } from './least-request/least-request-policy.js';
 import { maglevPolicy } from './maglev/maglev-policy.js';
 import { peakEwmaPolicy } from './peak-ewma/peak-ewma-policy.js';
+import { prequalPolicy } from './prequal/prequal-policy.js';
 import { randomPolicy } from './random/random-policy.js';
+import { reportWeightedPolicy } from './report-weighted/report-weighted-policy.js';
 import { ringHashPolicy } from './ring-hash/ring-hash-policy.js';
 import { roundRobinPolicy } from './round-robin/round-robin-policy.js';
 import { sourceHashPolicy } from './source-hash/source-hash-policy.js';
@@ -22,6 +24,10 @@ export const builtinPolicies: readonly BalancingPolicy[] = [
   ringHashPolicy as BalancingPolicy,
   maglevPolicy as BalancingPolicy,
   sourceHashPolicy as BalancingPolicy,
+  // Later additions go last: the order is the CLI's and the simulator's, and recorded figures
+  // (test/sim/golden) follow it.
+  reportWeightedPolicy as BalancingPolicy,
+  prequalPolicy as BalancingPolicy,
 ];
 
 let registered = false;

@@ -10,14 +10,22 @@
  * not ejected) after the first snapshot — a new pod, one that was not ready, or one back from
  * outlier ejection. The endpoints of the first snapshot are taken as already warm.
  *
+ * Two more factors join while they apply: the weights a policy derives from load reports
+ * (`ReportedWeights`, recomputed at most every `updatePeriodMs`; the plan then keeps moving
+ * while there are endpoints), and the pushback penalty (see `pushback-penalty.ts`; moving while
+ * an endpoint is inside its window).
+ *
  * Only policies that follow weights are shaped: hash policies would remap keys on every tick,
- * and `round-robin` ignores weights by design.
+ * and `round-robin` ignores weights by design — it gets its endpoints' own weights times the
+ * pushback penalty alone (`shapesPushback` without `followsWeights`) and reads only that ratio.
  */
 import type { Clock } from '../../core/clock.js';
 import type { Endpoint } from '../../core/endpoint.js';
 import type { EndpointSet } from '../../core/endpoint-set.js';
 import type { LoadTracker } from '../endpoint-load.js';
+import type { ReportedWeights } from '../policy.js';
 import { guardDrawWeight, type HerdingGuardOptions, medianLatencyMs, responsesOf } from './herding-guard.js';
+import { type PushbackOptions, pushbackMultiplier } from './pushback-penalty.js';
 import { type SlowStartOptions, slowStartFactor } from './slow-start.js';
 import { ZonePreference, type ZoneRoutingOptions, type ZoneRoutingState } from './zone-preference.js';
 
@@ -29,6 +37,12 @@ export interface WeightShaperOptions {
   readonly choiceCount: number | undefined;
   /** False for hash policies and `round-robin`: the plan is the endpoints' own weights. */
   readonly followsWeights: boolean;
+  /** The pushback penalty, or false when off. */
+  readonly pushback: PushbackOptions | false;
+  /** True for every `load` policy (round-robin included); false for hash policies, which pushback never moves. */
+  readonly shapesPushback: boolean;
+  /** The policy's weights from load reports (`report-weighted`), if it has them. */
+  readonly reportedWeights?: ReportedWeights | undefined;
 }
 
 /** One endpoint of a plan with the weight its picker uses. */
@@ -92,6 +106,12 @@ export class WeightShaper {
   /** Responses seen from each guarded endpoint when its guard began. */
   readonly #guardFrom = new Map<string, number>();
   #known: ReadonlySet<string> | undefined;
+  /** Until when (clock ms) some endpoint is inside its pushback window, as of the last plan or pushback. */
+  #pushbackUntilMs = Number.NEGATIVE_INFINITY;
+  /** The reported-weight multipliers of `#reportedFor`, computed at `#reportedAtMs`. */
+  #reported: Float64Array | undefined;
+  #reportedFor: readonly Endpoint[] | undefined;
+  #reportedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(options: WeightShaperOptions, clock: Clock) {
     this.options = options;
@@ -101,7 +121,24 @@ export class WeightShaper {
 
   /** True while a plan may change with time alone: keep ticking. */
   get moving(): boolean {
-    return this.#readySince.size > 0 || this.#guardFrom.size > 0 || this.zone.active;
+    return (
+      this.#readySince.size > 0 ||
+      this.#guardFrom.size > 0 ||
+      this.zone.active ||
+      (this.options.reportedWeights !== undefined && this.#known !== undefined && this.#known.size > 0) ||
+      this.#clock.now() < this.#pushbackUntilMs
+    );
+  }
+
+  /**
+   * An endpoint pushed back (now): true when the penalty applies to this policy, so the caller
+   * should re-plan; the plan keeps moving until the window has passed.
+   */
+  pushedBack(): boolean {
+    const o = this.options.pushback;
+    if (o === false || !this.options.shapesPushback) return false;
+    this.#pushbackUntilMs = Math.max(this.#pushbackUntilMs, this.#clock.now() + o.windowMs);
+    return true;
   }
 
   /**
@@ -142,8 +179,19 @@ export class WeightShaper {
 
   /** The endpoints to pick from now, with their effective weights; endpoints weighted 0 are left out. */
   plan(kept: readonly Endpoint[], loads: LoadTracker): readonly ShapedEndpoint[] {
-    if (!this.options.followsWeights || !this.moving) return plainPlan(kept);
+    if (!this.moving) return plainPlan(kept);
     const now = this.#clock.now();
+    const penalties = this.#pushbackPenalties(kept, loads, now);
+    if (!this.options.followsWeights) {
+      if (penalties === undefined) return plainPlan(kept);
+      return kept.map((endpoint, i) => ({
+        endpoint,
+        weight: endpoint.weight * (penalties[i] as number),
+        slowStart: 1,
+        guarded: false,
+      }));
+    }
+    const reported = this.#reportedMultipliers(kept, loads, now);
     const guard = this.options.herdingGuard;
     const guarded = new Set<string>();
     if (guard !== false && this.#guardFrom.size > 0) {
@@ -164,7 +212,7 @@ export class WeightShaper {
         ? 1
         : guardDrawWeight(guard.maxShareMultiple, this.options.choiceCount, guarded.size, kept.length - guarded.size);
     const shaped: { endpoint: Endpoint; weight: number; slowStart: number; guarded: boolean }[] = [];
-    for (const endpoint of kept) {
+    for (const [i, endpoint] of kept.entries()) {
       const since = this.#readySince.get(endpoint.key);
       let slowStart = 1;
       if (since !== undefined) {
@@ -174,7 +222,12 @@ export class WeightShaper {
       const isGuarded = guarded.has(endpoint.key);
       shaped.push({
         endpoint,
-        weight: endpoint.weight * slowStart * (isGuarded ? guardWeight : 1),
+        weight:
+          endpoint.weight *
+          slowStart *
+          (isGuarded ? guardWeight : 1) *
+          (reported === undefined ? 1 : (reported[i] as number)) *
+          (penalties === undefined ? 1 : (penalties[i] as number)),
         slowStart,
         guarded: isGuarded,
       });
@@ -198,6 +251,40 @@ export class WeightShaper {
       if (weight > 0) result.push({ ...s, weight });
     }
     return result;
+  }
+
+  /**
+   * Each endpoint's pushback multiplier now, or undefined when none is inside its window (or
+   * the penalty is off); refreshes until when the plan keeps moving for it.
+   */
+  #pushbackPenalties(kept: readonly Endpoint[], loads: LoadTracker, now: number): Float64Array | undefined {
+    const o = this.options.pushback;
+    if (o === false || !this.options.shapesPushback || !(now < this.#pushbackUntilMs)) return undefined;
+    let out: Float64Array | undefined;
+    let until = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < kept.length; i++) {
+      const at = loads.peek((kept[i] as Endpoint).key)?.reported('pushbackAtMs') ?? Number.NaN;
+      if (!(now - at < o.windowMs)) continue;
+      out ??= new Float64Array(kept.length).fill(1);
+      out[i] = pushbackMultiplier(now - at, o);
+      until = Math.max(until, at + o.windowMs);
+    }
+    this.#pushbackUntilMs = until;
+    return out;
+  }
+
+  /** The policy's reported-weight multipliers for `kept`, recomputed at most every update period. */
+  #reportedMultipliers(kept: readonly Endpoint[], loads: LoadTracker, now: number): Float64Array | undefined {
+    const source = this.options.reportedWeights;
+    if (source === undefined) return undefined;
+    if (this.#reportedFor !== kept || !(now - this.#reportedAtMs < source.updatePeriodMs)) {
+      const out = new Float64Array(kept.length);
+      source.multipliers(kept, loads, now, out);
+      this.#reported = out;
+      this.#reportedFor = kept;
+      this.#reportedAtMs = now;
+    }
+    return this.#reported;
   }
 
   zoneState(): ZoneRoutingState {

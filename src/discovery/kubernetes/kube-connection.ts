@@ -9,8 +9,9 @@
  * rebuilt only when the TLS material (or the proxy) changes. A kubeconfig cluster's `proxy-url`
  * (an `http://` proxy, as kubectl honours it) routes every request through undici's
  * `ProxyAgent`: an HTTP CONNECT tunnel to the API server, TLS inside it for `https://` servers.
- * @kubernetes/client-node is imported lazily, so programs that never read a kubeconfig do not
- * pay for loading it.
+ * @kubernetes/client-node is an optional peer, imported only to read a kubeconfig: in-cluster
+ * and explicit connections work without it, and a kubeconfig without it fails naming the
+ * package to install (client-node-package.ts).
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -19,6 +20,7 @@ import { isIP } from 'node:net';
 import { delimiter, join } from 'node:path';
 import { Agent, type Dispatcher, ProxyAgent } from 'undici';
 import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import { importClientNode } from './client-node-package.js';
 
 /** The API server connection given explicitly (tests, out-of-cluster tools). */
 export interface KubernetesConnectionOptions {
@@ -305,7 +307,7 @@ export class KubeConnection {
 
   async #readKubeConfig(config: Extract<KubeConnectionConfig, { type: 'kubeconfig' }>): Promise<KubeConfigInstance> {
     try {
-      const { KubeConfig } = await import('@kubernetes/client-node');
+      const { KubeConfig } = await importClientNode(describeConnection(config));
       const kc = new KubeConfig();
       const [first, ...rest] = config.files;
       kc.loadFromFile(first!);

@@ -27,7 +27,12 @@ import {
   SERVICE_ACCOUNT_DIR,
 } from './kube-connection.js';
 import { isRecord } from './kube-objects.js';
-import { defaultKubernetesWatchCache, KubernetesWatchCache, type ServiceWatchLease } from './kubernetes-watch-cache.js';
+import {
+  acquireServiceWatch,
+  defaultKubernetesWatchCache,
+  KubernetesWatchCache,
+  type ServiceWatchLease,
+} from './kubernetes-watch-cache.js';
 import { callerZoneHint, lookupNodeZone } from './node-zone.js';
 import { DEFAULT_LIST_PAGE_SIZE, type ReflectorStats, type WatchTiming } from './resource-reflector.js';
 import { ServiceWatch } from './service-watch.js';
@@ -208,7 +213,8 @@ export class KubernetesEndpointSource extends BaseEndpointSource {
       `random#${identity(random)}`,
     ].join(' ');
     const cache = options.cache ?? defaultKubernetesWatchCache;
-    this.#lease = cache.acquire(
+    this.#lease = acquireServiceWatch(
+      cache,
       key,
       () =>
         new ServiceWatch({

@@ -438,7 +438,9 @@ export class ResourceReflector<T> {
     // Already explained (a bad kubeconfig names its field): report it as it is.
     if (
       err instanceof EvenlbError &&
-      (err.code === ErrorCodes.DISCOVERY_FAILED || err.code === ErrorCodes.INVALID_CONFIG)
+      (err.code === ErrorCodes.DISCOVERY_FAILED ||
+        err.code === ErrorCodes.INVALID_CONFIG ||
+        err.code === ErrorCodes.MISSING_PACKAGE)
     ) {
       return err;
     }

@@ -20,8 +20,8 @@ import type { Clock, TimerHandle } from '../../core/clock.js';
 import type { Endpoint } from '../../core/endpoint.js';
 import type { Random } from '../../core/random.js';
 import { createEndpointSource } from '../../discovery/create-endpoint-source.js';
+import { discoveryLogger } from '../../discovery/discovery-logger.js';
 import type { EndpointSource } from '../../discovery/endpoint-source.js';
-import { discoveryLogger } from '../../discovery/file-endpoint-source.js';
 import '../../discovery/kubernetes/index.js';
 import { LoadMeter, type MeteredConnection } from '../../balancing/fair-share/load-meter.js';
 import type { FairShareMetrics } from '../../metrics/fair-share-metrics.js';
@@ -31,7 +31,7 @@ import {
   isLoadRequest,
   LOAD_PROTOCOL,
   LoadExchangeClient,
-  type LoadReport,
+  type PeerLoadReport,
 } from './load-exchange.js';
 import { isSelf, selfAddresses } from './self-address.js';
 
@@ -180,7 +180,7 @@ export class FairShareShedder {
   }
 
   /** The load document this pod serves now. */
-  report(): LoadReport {
+  report(): PeerLoadReport {
     return {
       protocol: LOAD_PROTOCOL,
       metric: this.#settings.decision.loadMetric,

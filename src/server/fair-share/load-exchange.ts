@@ -19,8 +19,8 @@ import type { Clock } from '../../core/clock.js';
 
 export const LOAD_PROTOCOL = 'evenlb-load/1';
 
-/** What a pod reports. */
-export interface LoadReport {
+/** What a pod reports to its peers on the load exchange (not an ORCA `LoadReport`). */
+export interface PeerLoadReport {
   readonly protocol: typeof LOAD_PROTOCOL;
   readonly metric: FairShareLoadMetric;
   readonly load: number;
@@ -28,7 +28,7 @@ export interface LoadReport {
 }
 
 /** Writes `report` as the answer to a load request. */
-export function answerLoadRequest(res: http.ServerResponse, report: LoadReport): void {
+export function answerLoadRequest(res: http.ServerResponse, report: PeerLoadReport): void {
   const body = JSON.stringify(report);
   res.writeHead(200, {
     'content-type': 'application/json',
@@ -92,7 +92,7 @@ export class LoadExchangeClient {
       } catch {
         return { ok: false, error: 'answer is not JSON (the peer does not speak the load exchange)' };
       }
-      const d = doc as Partial<LoadReport>;
+      const d = doc as Partial<PeerLoadReport>;
       if (d.protocol !== LOAD_PROTOCOL || typeof d.load !== 'number' || !Number.isFinite(d.load) || d.load < 0) {
         return { ok: false, error: `answer is not an ${LOAD_PROTOCOL} document` };
       }

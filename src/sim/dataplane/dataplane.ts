@@ -18,6 +18,30 @@ import type { Scenario } from '../scenario/scenario-spec.js';
 
 export type DataplaneGranularity = 'connection' | 'pool' | 'request';
 
+/**
+ * What a dataplane counted over a whole run, besides routing: the traffic balancers exchange
+ * with pods about load (evenlb dataplanes whose policies read load signals). All 0 when the
+ * dataplane exchanges none.
+ */
+export interface DataplaneCounters {
+  /** Load probes sent to pods (`prequal`): the run's probe traffic. */
+  readonly probes: number;
+  /** Probe answers that reached a balancer (probes to a pod gone by then get none). */
+  readonly probeAnswers: number;
+  /** Responses whose load report (`endpoint-load-metrics`) a balancer read. */
+  readonly loadReports: number;
+  /** Rejections (429/503) fed to balancers as pushback (`RequestRouter.rejected`). */
+  readonly pushbacks: number;
+}
+
+/** The counters of a dataplane that exchanged no load signal. */
+export const NO_COUNTERS: DataplaneCounters = Object.freeze({
+  probes: 0,
+  probeAnswers: 0,
+  loadReports: 0,
+  pushbacks: 0,
+});
+
 /** What the simulation asks of a dataplane. */
 export interface RequestRouter {
   /** The initial pods are ready: open the initial connections. */
@@ -30,6 +54,14 @@ export interface RequestRouter {
   endpointsChanged(): void;
   /** `pod` is gone: it closes every connection it still has. */
   podGone(pod: SimPod): void;
+  /**
+   * The pod rejected request `slot` (it answered 429 or 503 instead of serving it; the slot is
+   * released after this returns). For pod models that shed load: evenlb dataplanes feed it to
+   * the balancer as pushback. Absent: the dataplane does not care.
+   */
+  rejected?(slot: number): void;
+  /** What the dataplane counted so far (read once the run ends); absent = nothing counted. */
+  counters?(): DataplaneCounters;
 }
 
 export interface DataplaneModel {

@@ -6,7 +6,7 @@
 import type { SimClient } from '../model/sim-client.js';
 import type { SimPod } from '../model/sim-pod.js';
 import type { SimulationContext } from '../model/simulation-context.js';
-import type { RequestRouter } from './dataplane.js';
+import { type DataplaneCounters, NO_COUNTERS, type RequestRouter } from './dataplane.js';
 
 export interface RequestPicker {
   /** The eligible endpoints changed. */
@@ -15,6 +15,9 @@ export interface RequestPicker {
   pick(client: SimClient, slot: number): SimPod | undefined;
   /** Request `slot` finished. */
   done(slot: number): void;
+  /** The pod rejected request `slot` (see `RequestRouter.rejected`). */
+  rejected?(slot: number): void;
+  counters?(): DataplaneCounters;
 }
 
 export class PerRequestRouter implements RequestRouter {
@@ -36,6 +39,14 @@ export class PerRequestRouter implements RequestRouter {
 
   done(slot: number): void {
     this.#picker.done(slot);
+  }
+
+  rejected(slot: number): void {
+    this.#picker.rejected?.(slot);
+  }
+
+  counters(): DataplaneCounters {
+    return this.#picker.counters?.() ?? NO_COUNTERS;
   }
 
   endpointsChanged(): void {

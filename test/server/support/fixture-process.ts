@@ -16,10 +16,13 @@ import { build } from 'esbuild';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const outDir = join(repoRoot, 'node_modules', '.cache', 'evenlb-test-fixtures');
 
-/** Bundles `entry` (absolute path) into a runnable .mjs file; returns its path. */
-export async function bundleFixture(entry: string): Promise<string> {
+/**
+ * Bundles `entry` (absolute path) into a runnable .mjs file in `into` (default: under the
+ * repository's node_modules/.cache, where its packages resolve); returns its path.
+ */
+export async function bundleFixture(entry: string, into: string = outDir): Promise<string> {
   const tag = createHash('sha256').update(readFileSync(entry)).update(String(process.pid)).digest('hex').slice(0, 10);
-  const outfile = join(outDir, `${basename(entry, '.ts')}-${tag}.mjs`);
+  const outfile = join(into, `${basename(entry, '.ts')}-${tag}.mjs`);
   await build({
     entryPoints: [entry],
     outfile,

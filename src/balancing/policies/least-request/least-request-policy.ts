@@ -9,6 +9,7 @@
  * proportion to weight.
  */
 import { opt, type Parsed, parseOptions } from '../../../core/options.js';
+import type { Random } from '../../../core/random.js';
 import { type EndpointLoad, loadIndices } from '../../endpoint-load.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy } from '../../policy.js';
@@ -64,6 +65,24 @@ function fewerInFlight(
   };
 }
 
+/**
+ * The least-request pick function over `endpoints` (also `prequal`'s fallback): best of
+ * `choiceCount` random candidates by in-flight per unit of weight, drawn by weight.
+ *
+ * @example
+ * const pick = leastRequestPick(endpoints, random, 2);
+ */
+export function leastRequestPick(endpoints: readonly TrackedEndpoint[], random: Random, choiceCount: number): PickFn {
+  const results: readonly Picked[] = endpoints.map((t) => t.result);
+  const loads = endpoints.map((t) => t.load);
+  if (weightsUniform(endpoints)) {
+    return bestOfChoices(results, random, choiceCount, undefined, fewerInFlight(loads, undefined));
+  }
+  const weights = endpointWeights(endpoints);
+  const perWeight = inverseRelativeWeights(weights);
+  return bestOfChoices(results, random, choiceCount, weights, fewerInFlight(loads, perWeight));
+}
+
 export const leastRequestPolicy: BalancingPolicy<LeastRequestOptions> = {
   name: 'least-request',
   description: 'power of d random choices (default 2) by requests in flight',
@@ -71,18 +90,6 @@ export const leastRequestPolicy: BalancingPolicy<LeastRequestOptions> = {
   parseOptions: (input) => parseOptions('least-request policy', input, spec),
   choiceCount: (options) => options.choiceCount,
   create(options, env) {
-    const random = env.random;
-    return {
-      build(endpoints: readonly TrackedEndpoint[]): PickFn {
-        const results: readonly Picked[] = endpoints.map((t) => t.result);
-        const loads = endpoints.map((t) => t.load);
-        if (weightsUniform(endpoints)) {
-          return bestOfChoices(results, random, options.choiceCount, undefined, fewerInFlight(loads, undefined));
-        }
-        const weights = endpointWeights(endpoints);
-        const perWeight = inverseRelativeWeights(weights);
-        return bestOfChoices(results, random, options.choiceCount, weights, fewerInFlight(loads, perWeight));
-      },
-    };
+    return { build: (endpoints) => leastRequestPick(endpoints, env.random, options.choiceCount) };
   },
 };

@@ -15,6 +15,12 @@
  * A/N, to a random one of the new endpoints; positions are then uniform over the grown list
  * again. An endpoint coming back (readiness flapping) is not new and causes no jump, so
  * flapping neither skips nor favours anyone.
+ *
+ * Pushback is the one thing it does not ignore: the `Balancer` hands it each endpoint's own
+ * weight times the pushback penalty (see `shaping/pushback-penalty.ts`), and an endpoint whose
+ * ratio is below the highest takes its turn with probability ratio / highest, else the turn
+ * passes on — so a penalised endpoint's share drops by its penalty and the others' rise evenly.
+ * With no penalty every ratio is 1 and a pick is the plain rotation, with no random draw.
  */
 import { parseOptions } from '../../../core/options.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
@@ -44,12 +50,29 @@ class RoundRobinBuilder implements PickerBuilder {
     const position = this.#position;
     let next = this.#resume(endpoints);
     this.#remember(endpoints);
+    const accept = turnChances(endpoints);
+    if (accept === undefined) {
+      return () => {
+        const i = next;
+        next = i + 1 === n ? 0 : i + 1;
+        position.list = endpoints;
+        position.index = i;
+        return results[i]!;
+      };
+    }
+    const random = this.#env.random;
     return () => {
-      const i = next;
-      next = i + 1 === n ? 0 : i + 1;
-      position.list = endpoints;
-      position.index = i;
-      return results[i]!;
+      // The endpoint with the highest ratio always takes its turn, so this ends within n steps.
+      for (let step = 0; ; step++) {
+        const i = next;
+        next = i + 1 === n ? 0 : i + 1;
+        const chance = accept[i]!;
+        if (chance >= 1 || step >= n || random.next() < chance) {
+          position.list = endpoints;
+          position.index = i;
+          return results[i]!;
+        }
+      }
     };
   }
 
@@ -83,6 +106,26 @@ class RoundRobinBuilder implements PickerBuilder {
     if (this.#seen.size > 4 * endpoints.length + 64) this.#seen = new Set();
     for (const t of endpoints) this.#seen.add(t.endpoint.key);
   }
+}
+
+/**
+ * Each endpoint's chance to take its turn: its planned weight over its own weight (the
+ * pushback penalty), relative to the highest; undefined when all are equal (no penalty).
+ */
+function turnChances(endpoints: readonly TrackedEndpoint[]): Float64Array | undefined {
+  const ratios = new Float64Array(endpoints.length);
+  let highest = 0;
+  let lowest = Number.POSITIVE_INFINITY;
+  endpoints.forEach((t, i) => {
+    const own = t.endpoint.weight > 0 ? t.endpoint.weight : 1;
+    const r = t.weight / own;
+    ratios[i] = r;
+    highest = Math.max(highest, r);
+    lowest = Math.min(lowest, r);
+  });
+  if (!(highest > 0) || lowest === highest) return undefined;
+  for (let i = 0; i < ratios.length; i++) ratios[i] = ratios[i]! / highest;
+  return ratios;
 }
 
 export const roundRobinPolicy: BalancingPolicy<RoundRobinOptions> = {

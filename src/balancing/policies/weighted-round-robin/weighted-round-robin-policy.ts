@@ -19,7 +19,11 @@ const GOLDEN_FRACTION = 0.6180339887498949;
 
 export type WeightedRoundRobinOptions = Readonly<Record<string, never>>;
 
-class WeightedRoundRobinBuilder implements PickerBuilder {
+/**
+ * The EDF picker builder, also behind `report-weighted` (whose weights the `Balancer` plans from
+ * load reports): one schedule per balancer, carried across rebuilds.
+ */
+export class WeightedRoundRobinBuilder implements PickerBuilder {
   readonly #env: PolicyEnv;
   #last: EdfSchedule | undefined;
 

@@ -14,6 +14,12 @@
  * it serves one client (one balancer per client): a replica serving clients of several zones
  * routes without a zone. The pick context is reused per client, so a pick allocates nothing.
  *
+ * What pods say of their load reaches the balancers as it would from evenlb servers, for
+ * policies that read it (`BalancingPolicy.loadSignals`): every response carries a load report
+ * (`PodLoadSignals`: utilization, requests per second and in flight, fed to `report()` as the
+ * response ends), and a `SimLoadProber` answers probes on virtual time. A pod that rejects a
+ * request (`rejected`) counts as pushback for every policy. `counters()` says how many of each.
+ *
  * Per request the work stays in typed arrays: the picked record's index maps to its pod
  * through a per-balancer table (filled on first use, cleared whenever the balancer publishes a
  * new picker, as only then can an index change hands), and the request ends through the
@@ -22,6 +28,7 @@
 import { Balancer } from '../../../balancing/balancer.js';
 import type { LoadTracker } from '../../../balancing/endpoint-load.js';
 import type { PickContext } from '../../../balancing/picker.js';
+import { getPolicy } from '../../../balancing/policy.js';
 import { ErrorCodes, EvenlbError } from '../../../core/errors.js';
 import type { SimClient } from '../../model/sim-client.js';
 import type { SimPod } from '../../model/sim-pod.js';
@@ -29,8 +36,11 @@ import type { SimulationContext } from '../../model/simulation-context.js';
 import { zoneName } from '../../model/zones.js';
 import type { Scenario } from '../../scenario/scenario-spec.js';
 import { clientCount } from '../../scenario/scenario-text.js';
+import type { DataplaneCounters } from '../dataplane.js';
 import type { RequestPicker } from '../per-request-router.js';
 import { DiscoveryLag } from './discovery-lag.js';
+import { PodLoadSignals } from './pod-load-signals.js';
+import { SimLoadProber } from './sim-load-prober.js';
 
 /** How many balancers a scenario runs, and which one serves client `i` (`i % count`). */
 export function balancerCount(ctx: SimulationContext, kind: 'load' | 'hash'): number {
@@ -89,9 +99,20 @@ export class BalancerPicker implements RequestPicker {
   readonly #lag: DiscoveryLag | undefined;
   /** Draw a fresh random key per request (hash policies keyed by request); load policies ignore keys. */
   readonly #requestKeys: boolean;
+  /** Pods' own load figures, when the policy reads reports or probes. */
+  readonly #signals: PodLoadSignals | undefined;
+  readonly #reports: boolean;
+  readonly #prober: SimLoadProber | undefined;
+  #loadReports = 0;
+  #pushbacks = 0;
 
   constructor(ctx: SimulationContext, policy: string, kind: 'load' | 'hash') {
     this.#ctx = ctx;
+    const reads = getPolicy(policy).loadSignals ?? [];
+    this.#reports = reads.includes('reports');
+    this.#signals = reads.length > 0 ? new PodLoadSignals() : undefined;
+    this.#prober =
+      this.#signals !== undefined && reads.includes('probes') ? new SimLoadProber(ctx, this.#signals) : undefined;
     this.#requestKeys = kind === 'hash' && ctx.scenario.clients.hashKey === 'request';
     const count = balancerCount(ctx, kind);
     const c = ctx.scenario.clients;
@@ -111,6 +132,7 @@ export class BalancerPicker implements RequestPicker {
             ...(zone === undefined ? {} : { zone }),
             ...(c.zoneLoadBand === undefined ? {} : { loadBand: c.zoneLoadBand }),
           },
+          ...(this.#prober === undefined ? {} : { prober: this.#prober }),
         }),
       );
     }
@@ -158,17 +180,59 @@ export class BalancerPicker implements RequestPicker {
     requests.loadOwner[slot] = b;
     requests.loadIndex[slot] = index;
     requests.loadStartMs[slot] = (this.#trackers[b] as LoadTracker).startAt(index);
+    this.#signals?.delivered(pod, slot, this.#ctx.scheduler.now);
     return pod;
   }
 
   done(slot: number): void {
+    const requests = this.#ctx.requests;
+    const signals = this.#signals;
+    const now = this.#ctx.scheduler.now;
+    if (signals !== undefined) {
+      const pod = this.#ctx.pods[requests.pod[slot] as number] as SimPod;
+      signals.completed(pod, slot, now - (requests.sentMs[slot] as number), now);
+      const b = requests.loadOwner[slot] as number;
+      if (this.#reports && b >= 0) {
+        // The response carries the pod's report; the balancer reads it as the response ends.
+        (this.#trackers[b] as LoadTracker).reported.report(
+          requests.loadIndex[slot] as number,
+          signals.report(pod, now),
+          now,
+        );
+        this.#loadReports++;
+      }
+    }
+    this.#end(slot, true);
+  }
+
+  rejected(slot: number): void {
+    const requests = this.#ctx.requests;
+    const b = requests.loadOwner[slot] as number;
+    if (b >= 0) {
+      (this.#trackers[b] as LoadTracker).pushbackAt(requests.loadIndex[slot] as number, this.#ctx.scheduler.now);
+      this.#pushbacks++;
+    }
+    this.#end(slot, false);
+  }
+
+  counters(): DataplaneCounters {
+    return {
+      probes: this.#prober?.sent ?? 0,
+      probeAnswers: this.#prober?.answered ?? 0,
+      loadReports: this.#loadReports,
+      pushbacks: this.#pushbacks,
+    };
+  }
+
+  /** Ends the load record request `slot` started, if a balancer started one. */
+  #end(slot: number, ok: boolean): void {
     const requests = this.#ctx.requests;
     const b = requests.loadOwner[slot] as number;
     if (b < 0) return;
     (this.#trackers[b] as LoadTracker).endAt(
       requests.loadIndex[slot] as number,
       requests.loadStartMs[slot] as number,
-      true,
+      ok,
     );
   }
 }

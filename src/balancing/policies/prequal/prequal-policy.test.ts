@@ -1,0 +1,259 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../../core/clock.js';
+import { EndpointSet } from '../../../core/endpoint-set.js';
+import { ErrorCodes } from '../../../core/errors.js';
+import { SeededRandom } from '../../../core/random.js';
+import { Balancer } from '../../balancer.js';
+import type { TrackedEndpoint } from '../../picker.js';
+import type { LoadProber } from '../../policy.js';
+import { endpointInputs, pickKeys, tally } from '../../testing/fixtures.js';
+import { prequalPolicy, probeUses } from './prequal-policy.js';
+import { RifQuantile } from './rif-quantile.js';
+
+/** Queues probes; the test answers them when it likes, as a transport would later. */
+class QueuedProber implements LoadProber {
+  readonly queued: TrackedEndpoint[] = [];
+  sent = 0;
+  probe(target: TrackedEndpoint): void {
+    this.sent++;
+    this.queued.push(target);
+  }
+  /** Answers every queued probe with `state(position)` = [in flight, latency ms]. */
+  answer(keys: readonly string[], state: (i: number) => readonly [number, number]): void {
+    for (const t of this.queued.splice(0)) {
+      const [rif, latencyMs] = state(keys.indexOf(t.endpoint.key));
+      t.load.probed(rif, latencyMs);
+    }
+  }
+}
+
+function setup(n: number, policyOptions: Record<string, unknown> = {}, seed = 5) {
+  const clock = new ManualClock();
+  const prober = new QueuedProber();
+  const b = new Balancer({
+    policy: 'prequal',
+    policyOptions,
+    clock,
+    random: new SeededRandom(seed),
+    prober,
+    herdingGuard: false,
+  });
+  b.update(EndpointSet.from(endpointInputs(n)));
+  const keys = b.endpointSet.endpoints.map((e) => e.key);
+  return { b, clock, prober, keys };
+}
+
+/**
+ * Picks one at a time on virtual time (a pick per ms), answering queued probes with `state`
+ * before each pick; each pick starts a request that ends `serviceMs` later, as a transport's.
+ */
+function picksWithAnswers(
+  s: ReturnType<typeof setup>,
+  count: number,
+  state: (i: number) => readonly [number, number],
+  serviceMs = 2,
+): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < count; i++) {
+    s.prober.answer(s.keys, state);
+    s.clock.advance(1);
+    const r = s.b.picker.pick();
+    if (r.type !== 'picked') throw new Error('no endpoint');
+    out.push(r.endpoint.key);
+    const started = r.load.start();
+    s.clock.setTimeout(() => r.load.end(started, true), serviceMs);
+  }
+  return out;
+}
+
+describe('prequal', () => {
+  it('without a prober picks exactly as least-request from the same seed', () => {
+    const run = (policy: string): string[] => {
+      const b = new Balancer({ policy, clock: new ManualClock(), random: new SeededRandom(12) });
+      b.update(EndpointSet.from(endpointInputs(9, (i) => ({ weight: 1 + (i % 3) }))));
+      b.picker.endpoints.forEach((t, i) => {
+        for (let k = 0; k < i % 4; k++) t.load.start();
+      });
+      return pickKeys(b, 3000);
+    };
+    expect(run('prequal')).toEqual(run('least-request'));
+  });
+
+  it('spends its probe budget: probesPerRequest × picks, to uniformly random endpoints', () => {
+    const s = setup(10, { probesPerRequest: 0.05 });
+    const targets: string[] = [];
+    for (let i = 0; i < 40_000; i++) {
+      pickKeys(s.b, 1);
+      for (const t of s.prober.queued.splice(0)) targets.push(t.endpoint.key);
+    }
+    expect(Math.abs(targets.length - 2000)).toBeLessThanOrEqual(1);
+    for (const c of tally(targets).values()) expect(Math.abs(c / 200 - 1)).toBeLessThan(0.25);
+  });
+
+  it('sends the fastest cold endpoints most, and a hot one little though it is fastest (hot/cold rule)', () => {
+    // 16 endpoints: 15 with 1 in flight and latencies 20..6 ms, the last with 8 in flight and
+    // 1 ms. 1/16 of answers say 8, so the 0.84 quantile of the last 64 is 1: the last is hot.
+    const s = setup(16, { probesPerRequest: 1, maxProbeUses: 1000 });
+    const state = (i: number): [number, number] => (i === 15 ? [8, 1] : [1, 20 - i]);
+    picksWithAnswers(s, 400, state);
+    const counts = tally(picksWithAnswers(s, 4000, state));
+    const share = (i: number): number => (counts.get(s.keys[i]!) ?? 0) / 4000;
+    expect(share(15)).toBeLessThan(0.02);
+    expect(share(14)).toBeGreaterThan(share(0));
+  });
+
+  it('takes the lowest in flight when every answer is hot', () => {
+    const s = setup(4, { probesPerRequest: 1, maxProbeUses: 1000, coldQuantile: 0 });
+    // Quantile 0: the line is the smallest answer; a request sent makes that endpoint hot at once.
+    const state = (i: number): [number, number] => [[5, 3, 9, 7][i]!, [1, 2, 3, 4][i]!];
+    picksWithAnswers(s, 200, state);
+    const picks = picksWithAnswers(s, 400, state);
+    const counts = tally(picks);
+    // Endpoint 1 (3 in flight) leads; 2 (9) only once the others are used up past 9.
+    expect(counts.get(s.keys[1]!)! > (counts.get(s.keys[0]!) ?? 0)).toBe(true);
+    expect(counts.get(s.keys[2]!) ?? 0).toBeLessThan(counts.get(s.keys[1]!)!);
+  });
+
+  it('uses an answer at most maxProbeUses times, then falls back to least-request on its own in-flight', () => {
+    const s = setup(3, { probesPerRequest: 0.01, maxProbeUses: 5 });
+    // Give endpoint 0 many of this balancer's own requests: least-request avoids it.
+    for (let k = 0; k < 50; k++) s.b.picker.endpoints[0]!.load.start();
+    // Probes say endpoint 0 is idle and fast: prequal sends there while answers last.
+    const state = (i: number): [number, number] => (i === 0 ? [0, 1] : [5, 50]);
+    const picks: string[] = [];
+    for (let i = 0; i < 3000; i++) {
+      s.prober.answer(s.keys, state);
+      picks.push(...pickKeys(s.b, 1));
+    }
+    const toZero = tally(picks).get(s.keys[0]!) ?? 0;
+    // 30 probes, each answer (of endpoint 0, a third of them) good for at most 5 picks.
+    expect(toZero).toBeGreaterThan(0);
+    expect(toZero).toBeLessThanOrEqual(Math.ceil(30 / 3 + 5) * 5);
+  });
+
+  it('ignores answers older than maxProbeAgeMs (counted from the newest answer)', () => {
+    const s = setup(3, { probesPerRequest: 1, maxProbeAgeMs: 100, maxProbeUses: 1000 });
+    for (let k = 0; k < 20; k++) s.b.picker.endpoints[1]!.load.start();
+    // Endpoint 1 once answered "idle and fast"; 200 ms later only 0 and 2 answer ("busy").
+    picksWithAnswers(s, 30, (i) => (i === 1 ? [0, 1] : [9, 90]));
+    s.clock.advance(200);
+    const later: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const answered = s.prober.queued.splice(0).filter((t) => t.endpoint.key !== s.keys[1]);
+      for (const t of answered) t.load.probed(9, 90);
+      s.clock.advance(1);
+      later.push(...pickKeys(s.b, 1));
+    }
+    // Its old answer would make it the pick (cold, fastest); expired, it is not even the fallback's.
+    expect(later).not.toContain(s.keys[1]);
+  });
+
+  it('reads in-flight from load reports on responses (piggybacked) as fresh answers', () => {
+    const s = setup(8, { probesPerRequest: 0.02, maxProbeUses: 1000 });
+    // Probes are never answered; each response carries a report of the server's in-flight:
+    // this balancer's requests there, plus 40 from others on endpoint 7. Once reports flow,
+    // endpoint 7 is hot and gets (almost) nothing; the rest spreads over cold endpoints (the
+    // ~4 requests this balancer has in flight at a time, one per endpoint).
+    const picks: string[] = [];
+    for (let i = 0; i < 4000; i++) {
+      s.prober.queued.splice(0);
+      const r = s.b.picker.pick();
+      if (r.type !== 'picked') throw new Error('no endpoint');
+      picks.push(r.endpoint.key);
+      const background = r.endpoint.key === s.keys[7] ? 40 : 0;
+      const started = r.load.start();
+      s.clock.setTimeout(() => {
+        r.load.report({ namedMetrics: { inflight: background + r.load.inFlight } });
+        r.load.end(started, true);
+      }, 4);
+      s.clock.advance(1);
+    }
+    const late = tally(picks.slice(2000));
+    expect((late.get(s.keys[7]!) ?? 0) / 2000).toBeLessThan(0.03);
+    expect(late.size).toBeGreaterThanOrEqual(4);
+    for (const n of late.values()) expect(n / 2000).toBeLessThan(0.3);
+  });
+
+  it('avoids an endpoint that pushes back even when its answers look best', () => {
+    const s = setup(4, { probesPerRequest: 0.5, maxProbeUses: 4 });
+    const state = (i: number): [number, number] => (i === 0 ? [0, 1] : [1, 10]);
+    picksWithAnswers(s, 500, state);
+    const before = tally(picksWithAnswers(s, 1000, state)).get(s.keys[0]!) ?? 0;
+    s.b.picker.endpoints[0]!.load.pushback();
+    const during = tally(picksWithAnswers(s, 1000, state)).get(s.keys[0]!) ?? 0;
+    expect(during).toBeLessThan(before / 3);
+  });
+
+  it.each([
+    { probesPerRequest: 0.04, expected: 50 },
+    { probesPerRequest: 0.5, expected: 4 },
+    { probesPerRequest: 3, expected: 1 },
+    { probesPerRequest: 0, expected: 1 },
+    { probesPerRequest: 0.04, maxProbeUses: 7, expected: 7 },
+  ])('reuse budget for $probesPerRequest probes per request is $expected', ({ expected, ...options }) => {
+    expect(probeUses(prequalPolicy.parseOptions(options))).toBe(expected);
+  });
+
+  it.each([
+    { options: { coldQuantile: 1.5 }, message: 'option "coldQuantile" must be a finite number >= 0 <= 1' },
+    { options: { poolSize: 0 }, message: 'option "poolSize" must be an integer between 1 and 256' },
+    {
+      options: { probesPerRequest: -0.1 },
+      message: 'option "probesPerRequest" must be a finite number >= 0 <= 16',
+    },
+  ])('rejects $options naming the field', ({ options, message }) => {
+    expect(() => prequalPolicy.parseOptions(options)).toThrow(
+      expect.objectContaining({
+        code: ErrorCodes.INVALID_OPTION,
+        message: expect.stringContaining(`prequal policy: ${message}`),
+      }),
+    );
+  });
+
+  it('allocates nothing per pick with a prober and answers flowing (1,000 endpoints)', () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    // Answers at once, into the load records: no queue, so nothing is kept per probe.
+    const random = new SeededRandom(3);
+    const prober: LoadProber = { probe: (t) => t.load.probed(random.int(8), 1 + random.int(20)) };
+    const clock = new ManualClock();
+    const b = new Balancer({ policy: 'prequal', clock, random: new SeededRandom(1), prober });
+    b.update(EndpointSet.from(endpointInputs(1000)));
+    const picker = b.picker;
+    const run = (count: number): void => {
+      for (let i = 0; i < count; i++) picker.pick();
+    };
+    run(200_000);
+    let least = Number.POSITIVE_INFINITY;
+    for (let round = 0; round < 4; round++) {
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      run(400_000);
+      least = Math.min(least, (process.memoryUsage().heapUsed - before) / 400_000);
+    }
+    expect(least).toBeLessThan(2);
+  });
+});
+
+describe('RifQuantile', () => {
+  it.each([
+    { q: 0.84, values: [1, 1, 1, 1, 1, 1, 1, 8], expected: 1 },
+    { q: 0.84, values: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], expected: 9 },
+    { q: 0.5, values: [5, 1, 4, 2, 3], expected: 3 },
+    { q: 1, values: [5, 1, 4], expected: 5 },
+    { q: 0, values: [5, 1, 4], expected: 1 },
+  ])('the $q quantile of $values is $expected (nearest rank)', ({ q, values, expected }) => {
+    const r = new RifQuantile(q, 64, 1);
+    expect(r.threshold).toBe(Number.POSITIVE_INFINITY);
+    for (const v of values) r.add(v);
+    expect(r.threshold).toBe(expected);
+  });
+
+  it('keeps the latest values only', () => {
+    const r = new RifQuantile(0.5, 4, 1);
+    for (const v of [100, 100, 100, 100, 1, 2, 3, 4]) r.add(v);
+    expect(r.threshold).toBe(2);
+  });
+});

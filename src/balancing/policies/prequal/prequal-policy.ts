@@ -1,0 +1,125 @@
+/**
+ * `prequal`: Prequal (Wydrowski, Kleinberg, Rumble, Google — NSDI 2024, "Load is not what you
+ * should balance"). Instead of this balancer's own in-flight counts, which see only its own
+ * traffic, it balances on what servers say: asynchronous probes ask endpoints for their
+ * requests in flight (RIF) and a recent latency; answers wait in a probe pool and are reused;
+ * each pick applies the hot/cold rule to the pool — among answers whose RIF is at or below the
+ * `coldQuantile` of recent answers the lowest latency wins, and when all are hot the lowest
+ * RIF (see `probe-pool.ts`).
+ *
+ * Probing runs on a budget: each pick earns `probesPerRequest` of a probe, and a whole one is
+ * sent (`PolicyEnv.prober.probe`, which only queues it) to a uniformly random endpoint, which
+ * joins the pool. Load reports carrying `named_metrics.inflight` on responses refresh an
+ * endpoint's answer for free. When the pool has no usable answer (none yet, all too old or
+ * used up) the pick falls back to `least-request` on this balancer's own in-flight counts;
+ * without a prober it is exactly `least-request`.
+ *
+ * The pick reads no clock (answer ages count from the newest answer seen) and allocates
+ * nothing; it is O(poolSize).
+ *
+ * Simplified from the paper: the pool is filled by probes only (no probes on idle), one
+ * answer per endpoint; the pick compares the whole pool (d = pool size); removal happens when a
+ * newcomer needs a slot (empty, then spent, then oldest and worst in turn) rather than at a
+ * separate removal rate; the reuse budget `maxProbeUses` defaults to the paper's formula with
+ * δ = 1 and no removal rate, ⌈2 / probesPerRequest⌉; the probe rate default is far below the
+ * paper's 3 per query (it leans on piggybacked reports), to stay under 5% of requests.
+ */
+import { opt, type Parsed, parseOptions } from '../../../core/options.js';
+import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
+import type { BalancingPolicy, PickerBuilder, PolicyEnv } from '../../policy.js';
+import { endpointWeights } from '../../sampling/weights.js';
+import { leastRequestPick } from '../least-request/least-request-policy.js';
+import { ProbePool } from './probe-pool.js';
+
+const spec = {
+  /** Probes sent per pick, as a rate (0.04: one probe every 25 picks); 0 = none. Default 0.04. */
+  probesPerRequest: opt.number({ min: 0, max: 16, default: 0.04 }),
+  /** Endpoints (answers) the probe pool holds; default 16 (the paper's). */
+  poolSize: opt.int({ min: 1, max: 256, default: 16 }),
+  /** Picks one answer may serve; default ⌈2 / probesPerRequest⌉ (50 at the default rate). */
+  maxProbeUses: opt.int({ min: 1, max: 100_000, optional: true }),
+  /** Age beyond which an answer is not used, ms; default 1,000. */
+  maxProbeAgeMs: opt.number({ min: 0, exclusiveMin: true, default: 1_000 }),
+  /** Quantile of recent answers' in-flight counts above which an endpoint is hot; default 0.84. */
+  coldQuantile: opt.number({ min: 0, max: 1, default: 0.84 }),
+  /** Candidates of the least-request fallback (d); default 2. */
+  choiceCount: opt.int({ min: 1, max: 64, default: 2 }),
+};
+
+export type PrequalOptions = Parsed<typeof spec>;
+
+/** The reuse budget: the option, else ⌈2 / probesPerRequest⌉ within [1, 100,000]. */
+export function probeUses(options: PrequalOptions): number {
+  if (options.maxProbeUses !== undefined) return options.maxProbeUses;
+  if (options.probesPerRequest <= 0) return 1;
+  return Math.min(100_000, Math.max(1, Math.ceil(2 / options.probesPerRequest)));
+}
+
+/**
+ * Each endpoint's highest weight / its weight (≥ 1; 1 for the heaviest, 10 for one at a tenth:
+ * pushback), by which the pool scales its in-flight and latency: an endpoint of full weight is
+ * compared on its answers as they are.
+ */
+function penalties(endpoints: readonly TrackedEndpoint[]): Float64Array {
+  const weights = endpointWeights(endpoints);
+  let highest = 0;
+  for (const w of weights) highest = Math.max(highest, w);
+  return weights.map((w) => (w > 0 ? highest / w : 1));
+}
+
+class PrequalBuilder implements PickerBuilder {
+  readonly #options: PrequalOptions;
+  readonly #env: PolicyEnv;
+  readonly #pool: ProbePool;
+  /** [probe credit]: a typed slot, so adding a fraction never boxes a number. */
+  readonly #credit = new Float64Array(1);
+
+  constructor(options: PrequalOptions, env: PolicyEnv) {
+    this.#options = options;
+    this.#env = env;
+    this.#pool = new ProbePool({
+      poolSize: options.poolSize,
+      maxProbeUses: probeUses(options),
+      maxProbeAgeMs: options.maxProbeAgeMs,
+      coldQuantile: options.coldQuantile,
+    });
+  }
+
+  build(endpoints: readonly TrackedEndpoint[]): PickFn {
+    const { random, prober } = this.#env;
+    const fallback = leastRequestPick(endpoints, random, this.#options.choiceCount);
+    const n = endpoints.length;
+    const perWeight = penalties(endpoints);
+    if (prober === undefined || n === 1 || !this.#pool.rebind(endpoints, perWeight)) return fallback;
+    const pool = this.#pool;
+    const results: readonly Picked[] = endpoints.map((t) => t.result);
+    const keys = endpoints.map((t) => t.endpoint.key);
+    const rate = this.#options.probesPerRequest;
+    const spread = n > this.#options.poolSize;
+    const credit = this.#credit;
+    return (context) => {
+      credit[0]! += rate;
+      if (credit[0]! >= 1) {
+        credit[0]! -= 1;
+        // A uniformly random endpoint; when the pool cannot hold them all, prefer a newcomer.
+        let p = random.int(n);
+        if (spread && pool.has(p)) p = random.int(n);
+        const target = endpoints[p]!;
+        pool.admit(p, keys[p]!, target.load.index);
+        prober.probe(target);
+      }
+      const p = pool.select();
+      return p < 0 ? fallback(context) : results[p]!;
+    };
+  }
+}
+
+export const prequalPolicy: BalancingPolicy<PrequalOptions> = {
+  name: 'prequal',
+  description: 'Prequal: probe pool of server in-flight and latency, hot/cold rule; least-request without answers',
+  kind: 'load',
+  loadSignals: ['probes', 'reports'],
+  parseOptions: (input) => parseOptions('prequal policy', input, spec),
+  choiceCount: (options) => options.choiceCount,
+  create: (options, env) => new PrequalBuilder(options, env),
+};

@@ -1,0 +1,83 @@
+/**
+ * What `import('evenlb')` costs, by the files it opens: in a fresh Node process, over a fresh
+ * build installed as an application sees it (test/support/isolated-install.ts), traced with
+ * `strace -f -e trace=openat`. The root must open no file of the packages only the CLI and the
+ * proxy need — ajv, yaml, pino, chart.js, commander — nor @kubernetes/client-node (an optional
+ * peer, present here so that a load of it would show), nor prom-client before metrics are asked
+ * for. The same trace over `evenlb/proxy`
+ * checks the method: that entry does load ajv, yaml and pino. `evenlb/server` and `evenlb/grpc`
+ * are held to the same rule.
+ *
+ * strace is a real dependency of this test: where it is missing the test is skipped, and with
+ * EVENLB_REQUIRE_STRACE=1 (set by .ci/run, which installs it) that is a failure.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { type IsolatedInstall, isolatedInstall, runtimeDependencies } from '../support/isolated-install.js';
+
+const FORBIDDEN = ['ajv', 'yaml', 'pino', 'chart.js', 'commander', '@kubernetes/client-node'];
+
+const hasStrace = spawnSync('strace', ['-V'], { stdio: 'ignore' }).status === 0;
+if (!hasStrace && process.env.EVENLB_REQUIRE_STRACE === '1') {
+  throw new Error('EVENLB_REQUIRE_STRACE=1 but strace is not installed (apt-get install strace)');
+}
+
+let install: IsolatedInstall;
+
+beforeAll(async () => {
+  if (!hasStrace) return;
+  install = await isolatedInstall({
+    packages: [...runtimeDependencies(), '@kubernetes/client-node'],
+    withPackage: true,
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await install?.remove();
+});
+
+/** The packages (by node_modules folder) whose files `specifier`'s import opens. */
+function packagesOpenedBy(specifier: string): Set<string> {
+  const trace = join(install.dir, `trace-${specifier.replace(/\W/g, '-')}.txt`);
+  const r = spawnSync(
+    'strace',
+    [
+      '-f',
+      '-e',
+      'trace=openat,open',
+      '-o',
+      trace,
+      process.execPath,
+      '-e',
+      `await import(${JSON.stringify(specifier)})`,
+    ],
+    { cwd: install.dir, encoding: 'utf8', timeout: 60_000 },
+  );
+  if (r.status !== 0) throw new Error(`strace node -e import(${specifier}) exited ${r.status}: ${r.stderr}`);
+  const opened = new Set<string>();
+  for (const [, path] of readFileSync(trace, 'utf8').matchAll(/"([^"]*\/node_modules\/[^"]*)"/g)) {
+    const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path!.slice(path!.lastIndexOf('/node_modules/')));
+    if (m !== null) opened.add(m[1]!);
+  }
+  return opened;
+}
+
+describe.skipIf(!hasStrace)('files opened by a fresh import', () => {
+  test('import("evenlb") opens undici and evenlb, no file of ajv, yaml, pino, chart.js, commander or @kubernetes/client-node, nor prom-client', () => {
+    const opened = packagesOpenedBy('evenlb');
+    expect(opened.has('undici'), 'undici is loaded (the trace works)').toBe(true);
+    expect([...FORBIDDEN, 'prom-client'].filter((p) => opened.has(p))).toEqual([]);
+  });
+
+  test.each(['evenlb/server', 'evenlb/grpc'])('import("%s") opens none of them either', (specifier) => {
+    const opened = packagesOpenedBy(specifier);
+    expect([...FORBIDDEN, 'prom-client'].filter((p) => opened.has(p))).toEqual([]);
+  });
+
+  test('import("evenlb/proxy") does open the proxy’s ajv, yaml and pino (so their absence above means something)', () => {
+    const opened = packagesOpenedBy('evenlb/proxy');
+    expect(['ajv', 'yaml', 'pino'].filter((p) => opened.has(p))).toEqual(['ajv', 'yaml', 'pino']);
+  });
+});
