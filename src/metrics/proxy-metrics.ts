@@ -51,6 +51,7 @@ export const proxyMetricNames = Object.freeze({
   zoneRequestShare: 'evenlb_proxy_zone_request_share',
   downstreamRequests: 'evenlb_proxy_downstream_requests_total',
   downstreamConnections: 'evenlb_proxy_downstream_connections',
+  downstreamConnectionsOpened: 'evenlb_proxy_downstream_connections_opened_total',
   downstreamClosed: 'evenlb_proxy_downstream_closed_total',
   rejected: 'evenlb_proxy_rejected_requests_total',
   configReloads: 'evenlb_proxy_config_reloads_total',
@@ -109,6 +110,7 @@ export class ProxyMetrics {
   readonly #closedConnections: Counter<'listener' | 'reason'>;
   readonly #retries: Counter<'cluster' | 'reason'>;
   readonly #connections: Gauge<'listener'>;
+  readonly #connectionsOpened: Counter<'listener'>;
   readonly reloads: Counter<'result'>;
   #timer: TimerHandle | undefined;
   #statsCache: { readonly atMs: number; readonly stats: ProxyClusterStats[] } | undefined;
@@ -244,6 +246,12 @@ export class ProxyMetrics {
       labelNames: ['listener'],
       registers: [r],
     });
+    this.#connectionsOpened = new Counter({
+      name: n.downstreamConnectionsOpened,
+      help: 'Client connections accepted per listener (with shedding on, its rate is the reconnect rate).',
+      labelNames: ['listener'],
+      registers: [r],
+    });
     this.reloads = new Counter({
       name: n.configReloads,
       help: 'Configuration reloads by result.',
@@ -257,6 +265,7 @@ export class ProxyMetrics {
   /** Creates a listener's series at zero, so dashboards see them before the first event. */
   initListener(listener: string): void {
     this.#connections.inc({ listener }, 0);
+    this.#connectionsOpened.inc({ listener }, 0);
     this.#rejected.inc({ listener, reason: 'bad-request' }, 0);
     if (!this.#answered.has(listener)) this.#answered.set(listener, new Float64Array(6));
   }
@@ -325,6 +334,7 @@ export class ProxyMetrics {
 
   connectionOpened(listener: string): void {
     this.#connections.inc({ listener });
+    this.#connectionsOpened.inc({ listener });
   }
 
   connectionClosed(listener: string): void {

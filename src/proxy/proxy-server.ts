@@ -40,6 +40,8 @@ export interface ProxyOptions {
   readonly clock?: Clock;
   /** Randomness for jitter and picking; default a `createRandom()` seeded once. Seed it in tests. */
   readonly random?: Random;
+  /** A further readiness condition for `/readyz` (a sidecar's app check): undefined when ready, else why not. */
+  readonly readiness?: { notReady(): string | undefined };
 }
 
 type Listener = L7Listener | TcpListener;
@@ -65,6 +67,7 @@ export class ProxyServer {
   #metricsAdmin: AdminServer | undefined;
   readonly #clock: Clock;
   readonly #random: Random;
+  readonly #readiness: ProxyOptions['readiness'];
   readonly #shutdown = new Shutdown();
   /** Clusters and listeners a reload replaced, still finishing their in-flight work. */
   readonly #retiredClusters = new Set<ProxyCluster>();
@@ -77,6 +80,7 @@ export class ProxyServer {
     this.#config = config;
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? createRandom();
+    this.#readiness = options.readiness;
     this.logger = options.logger ?? pino({ level: config.logLevel }, destination(2));
     this.metrics = new ProxyMetrics(() => this.#views(), { windowMs: config.imbalanceWindowMs, clock: this.#clock });
     this.#state = { routes: new RouteTable([], () => undefined as unknown as ProxyCluster), accessLog: false };
@@ -171,6 +175,8 @@ export class ProxyServer {
       const problem = binding === undefined ? 'not bound' : binding.problem();
       if (problem !== undefined) return `listener ${l.name} (${l.address}): ${problem}`;
     }
+    const outside = this.#readiness?.notReady();
+    if (outside !== undefined) return outside;
     for (const c of this.#clusters.values()) {
       if (c.source.snapshot().status.state === 'pending') return `cluster ${c.name}: discovery pending`;
     }

@@ -245,6 +245,35 @@ describe('ProxyServer close/destroy contract', () => {
     await nothingLeft();
   });
 
+  // Regression: a drain closed idle keep-alive connections at once, so a client writing its next
+  // request at that moment (steady keep-alive traffic at a SIGTERM) got a reset. Now the next
+  // request on such a connection is answered, with `Connection: close`, and the connection ends.
+  test('close(): a keep-alive connection idle when the drain starts gets its next request answered with Connection: close', async () => {
+    const upstream = await startUpstream('http1', 'answer');
+    cleanup.push(() => upstream.close());
+    const proxy = await start(subjects[0] as Subject, upstream.port);
+    const socket = net.connect(portOf(proxy), '127.0.0.1');
+    socket.setEncoding('latin1');
+    let text = '';
+    socket.on('data', (c: string) => (text += c));
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const request = 'GET / HTTP/1.1\r\nHost: app.test\r\n\r\n';
+    socket.write(request);
+    await waitFor(() => text.includes('ok\n'), 3_000, 'the first response');
+    expect(text).not.toMatch(/connection: close/i);
+    text = '';
+    const closing = proxy.close();
+    // The client's next request, 50 ms into the drain (the drain polls every 50 ms).
+    await new Promise((r) => setTimeout(r, 50));
+    socket.write(request);
+    await ended;
+    expect(text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    expect(text).toContain('ok\n');
+    expect(await within(closing, SETTLE_MS * 5)).toBe('resolved');
+    expect(upstream.received).toBe(2);
+  });
+
   for (const subject of subjects) {
     for (const before of befores) {
       if (before.upstream === 'tls-mismatch' && subject.upstream !== 'tls') continue;

@@ -57,6 +57,16 @@ const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
 /** How often the listener's connections are checked for deadlines, at most. */
 const SWEEP_MAX_MS = 250;
+/**
+ * How long a draining listener keeps an idle HTTP/1.1 keep-alive connection open (at most half
+ * the drain timeout). A client may be writing its next request at the instant the proxy closes
+ * an idle connection — the request then fails with a reset, which is how a SIGTERM under steady
+ * keep-alive traffic fails requests. So a drain first retires every connection (the next
+ * response carries `Connection: close`, after which the connection closes) and closes the ones
+ * still idle only after this grace: a client that keeps sending leaves at a response boundary,
+ * and only one silent for the whole grace can meet the race, as it could an idle timeout.
+ */
+const DRAIN_IDLE_GRACE_MS = 1_000;
 
 /** A connection before its first bytes (or with a partial h2 preface): closed at its deadline. */
 class Sniffing implements Swept {
@@ -279,8 +289,9 @@ export class L7Listener {
   }
 
   /**
-   * Stops accepting; idle keep-alive connections close now, busy ones after their response,
-   * HTTP/2 sessions get GOAWAY and finish their streams. Resolves when all are gone or after
+   * Stops accepting; HTTP/1.1 connections close after their next response (which carries
+   * `Connection: close`) or once idle for the drain's grace (`DRAIN_IDLE_GRACE_MS`), HTTP/2
+   * sessions get GOAWAY and finish their streams. Resolves when all are gone or after
    * `timeoutMs` (then the rest are destroyed). Always settles; idempotent; `destroy()` settles
    * it at once.
    */
@@ -291,11 +302,12 @@ export class L7Listener {
       const recycling = this.#recycling.close();
       this.#front.close();
       this.#nodeHttp.close();
-      for (const c of [...this.#fast]) c.closeSoon();
+      for (const c of [...this.#fast]) c.retire();
       this.#h2.close();
+      const closeIdleAtMs = this.#deps.clock.now() + Math.min(DRAIN_IDLE_GRACE_MS, timeoutMs / 2);
       await this.#sockets.drain(timeoutMs, () => {
         this.#nodeHttp.server.closeIdleConnections();
-        for (const c of [...this.#fast]) c.closeSoon();
+        if (this.#deps.clock.now() >= closeIdleAtMs) for (const c of [...this.#fast]) c.closeSoon();
       });
       await recycling;
       this.#sweep.close();

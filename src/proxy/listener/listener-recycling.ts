@@ -10,6 +10,8 @@
  * server recycler uses, over all three paths: data-path connections retire with
  * `Connection: close` on a response, h2 sessions with GOAWAY. Its load exchange runs on its
  * own port (`fairShare.loadPort`, plain HTTP): peers are asked at their address on that port.
+ * While the same peers target lists this replica as terminating, every connection is retired
+ * the same graceful way (`TerminatingHandover`): its clients move before SIGTERM cuts them.
  */
 import type http from 'node:http';
 import type http2 from 'node:http2';
@@ -31,6 +33,7 @@ import {
 import { type ConnectionRecycler, recycleConnections } from '../../server/recycle-connections.js';
 import { type ListenerConfig, listenerRecycleLimitsSpec } from '../config/config-schema.js';
 import type { Http1Downstream } from '../http1/downstream-connection.js';
+import { TerminatingHandover } from './terminating-handover.js';
 
 export interface ListenerRecyclingDeps {
   /** The node:http server requests are handed off to. */
@@ -82,6 +85,17 @@ class DownstreamCandidate implements SheddableConnection {
 }
 
 const COMPONENT = 'proxy listener recycle';
+
+/** Retires every open connection that is not retiring yet (a terminating replica's hand-over); returns how many. */
+function retireAll(host: ShedderHost): number {
+  let n = 0;
+  for (const c of host.connections()) {
+    if (c.closed || c.retiring !== undefined) continue;
+    c.retire('fair-share');
+    n++;
+  }
+  return n;
+}
 const RECYCLE_LIMITS = Object.keys(listenerRecycleLimitsSpec) as (keyof typeof listenerRecycleLimitsSpec)[];
 
 export class ListenerRecycling {
@@ -92,6 +106,7 @@ export class ListenerRecycling {
   readonly #registries: ConnectionRegistry[] = [];
   readonly #candidates = new WeakMap<Http1Downstream, DownstreamCandidate>();
   readonly #shedder: FairShareShedder | undefined;
+  readonly #handover: TerminatingHandover | undefined;
   /** Requests of data-path connections that have closed (the total must never decrease). */
   #closedRequests = 0;
   #closing: Promise<void> | undefined;
@@ -117,8 +132,17 @@ export class ListenerRecycling {
       const h1 = ConnectionRegistry.acquire(deps.h1, COMPONENT);
       const h2 = ConnectionRegistry.acquire(deps.h2, COMPONENT);
       this.#registries.push(h1, h2);
+      const host = this.#host(config, h1, h2);
+      this.#handover = new TerminatingHandover({
+        peers: options.peers,
+        discovery: options.discovery,
+        self: options.self,
+        clock: deps.clock,
+        port: () => deps.port() || undefined,
+        retireAll: () => retireAll(host),
+      });
       this.#shedder = new FairShareShedder(
-        this.#host(config, h1, h2),
+        host,
         fairShareSettings(options),
         deps.clock,
         deps.random,
@@ -130,6 +154,7 @@ export class ListenerRecycling {
   /** Starts fair-share decisions (once the listener is bound: its port identifies it). */
   start(): void {
     this.#shedder?.start();
+    this.#handover?.start();
   }
 
   /** A data-path connection closed: its requests stay in the total. */
@@ -144,14 +169,14 @@ export class ListenerRecycling {
 
   /** Stops shedding only (the load-exchange port closes); idempotent. */
   async stopShedding(): Promise<void> {
-    await this.#shedder?.close();
+    await Promise.all([this.#shedder?.close(), this.#handover?.close()]);
   }
 
   /** Stops recycling and shedding (the load exchange port closes). Always settles; idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       for (const r of this.#registries.splice(0)) r.release();
-      await Promise.all([...this.#recyclers.map((r) => r.close()), this.#shedder?.close()]);
+      await Promise.all([...this.#recyclers.map((r) => r.close()), this.#shedder?.close(), this.#handover?.close()]);
     })();
     return this.#closing;
   }
