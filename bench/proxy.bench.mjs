@@ -37,7 +37,7 @@ const RUN_SECONDS = Number(process.env.EVENLB_BENCH_SECONDS ?? 5);
 const RUNS = Number(process.env.EVENLB_BENCH_RUNS ?? 3);
 const CONNECTIONS = [8, 64];
 /** The budget: evenlb's CPU per request at most this many times nginx's, in the same run. */
-const CPU_TARGET = 2.1;
+const CPU_TARGET = 1.6;
 
 /** One wrk run against a target, latencies in ms as this benchmark reports them. */
 function wrk(port, connections, host = '127.0.0.1') {

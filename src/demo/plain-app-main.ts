@@ -12,6 +12,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
+import { WARM_UP_HEADER } from './pod-warm-up.js';
 
 const { values } = parseArgs({
   options: {
@@ -28,7 +29,7 @@ const say = (message: object): void => {
 };
 
 const server = createServer((req, res) => {
-  if (req.headers['x-evenlb-demo-warm-up'] === undefined) requests++;
+  if (req.headers[WARM_UP_HEADER] === undefined) requests++;
   req.resume();
   const body = `${values.name}\n`;
   res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body) });

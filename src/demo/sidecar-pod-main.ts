@@ -17,7 +17,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, get, request } from 'node:http';
+import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -25,13 +25,12 @@ import { systemClock } from '../core/clock.js';
 import { listenToParent, sendToParent } from './child-channel.js';
 import { childScript, cliScript } from './child-scripts.js';
 import { DemoChild, type Spawner } from './demo-child.js';
+import { inParallelLoops, warmUp } from './pod-warm-up.js';
 import { DEMO_MARKER_FLAG } from './protocol.js';
 
 const STATS_INTERVAL_MS = 100;
 const METRICS_INTERVAL_MS = 500;
 const START_TIMEOUT_MS = 15_000;
-const WARM_UP_HEADER = 'x-evenlb-demo-warm-up';
-const WARM_UP_CONNECTIONS = 4;
 /**
  * The longest the stop waits for the hand-over, as the manifests' preStop hook does (there 5–10
  * s; here under the 3 s the demo gives a pod to exit after its grace): a busy machine can take
@@ -244,30 +243,6 @@ function gauge(text: string, name: string): number | undefined {
   return m === null ? undefined : Number(m[1]);
 }
 
-/** `count` warm-up requests through the sidecar over 4 keep-alive connections (the app does not count them). */
-async function warmUp(address: string, port: number, count: number): Promise<void> {
-  if (!(count > 0)) return;
-  const agent = new Agent({ keepAlive: true, maxSockets: WARM_UP_CONNECTIONS });
-  const loop = async (n: number): Promise<void> => {
-    for (let i = 0; i < n; i++) {
-      await new Promise<void>((resolve, reject) => {
-        const req = request({ host: address, port, path: '/', agent, headers: { [WARM_UP_HEADER]: '1' } }, (res) => {
-          res.resume();
-          res.on('end', resolve);
-          res.on('error', reject);
-        });
-        req.on('error', reject);
-        req.end();
-      });
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: WARM_UP_CONNECTIONS }, () => loop(Math.ceil(count / WARM_UP_CONNECTIONS))));
-  } finally {
-    agent.destroy();
-  }
-}
-
 /**
  * Asks the sidecar's own load document `count` times (4 at a time, a connection each, as peers
  * ask), so the exchange's server side is compiled before the pod is listed (see pod-main).
@@ -284,10 +259,7 @@ async function warmUpLoadExchange(address: string, loadPort: number, count: numb
       });
       req.on('error', reject);
     });
-  const loop = async (n: number): Promise<void> => {
-    for (let i = 0; i < n; i++) await ask();
-  };
-  await Promise.all(Array.from({ length: WARM_UP_CONNECTIONS }, () => loop(Math.ceil(count / WARM_UP_CONNECTIONS))));
+  await inParallelLoops(count, ask);
 }
 
 main().catch((err: unknown) => {
