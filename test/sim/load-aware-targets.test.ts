@@ -13,15 +13,14 @@
  * Full-length runs (the slowdown episode needs its minute); about 20 s in all.
  */
 import { describe, expect, it } from 'vitest';
-import type { DataplaneModel } from '../../src/sim/dataplane/dataplane.js';
-import { PerRequestRouter, type RequestPicker } from '../../src/sim/dataplane/per-request-router.js';
+import type { RequestPicker } from '../../src/sim/dataplane/per-request-router.js';
 import { resolveDataplanes } from '../../src/sim/dataplane/registry.js';
 import type { SimPod } from '../../src/sim/model/sim-pod.js';
 import type { SimulationContext } from '../../src/sim/model/simulation-context.js';
 import type { SimDataplaneResult, SimReport } from '../../src/sim/report/sim-report.js';
 import { runScenario } from '../../src/sim/run-simulation.js';
 import { findBuiltinScenario, parseBuiltinScenario } from '../../src/sim/scenario/builtin-scenarios.js';
-import { result, runBuiltin } from './support.js';
+import { requestDataplane, result, runBuiltin } from './support.js';
 
 /**
  * Sends every request to the pod with the fewest requests in flight at that very moment (ties:
@@ -46,13 +45,11 @@ class TrueInFlightPicker implements RequestPicker {
   done(): void {}
 }
 
-const trueInFlight: DataplaneModel = {
-  name: 'test:true-in-flight',
-  description: 'every request to the pod with the fewest in flight now (true state, no delay)',
-  granularity: 'request',
-  policyKind: undefined,
-  createRouter: (ctx) => new PerRequestRouter(ctx, new TrueInFlightPicker(ctx)),
-};
+const trueInFlight = requestDataplane(
+  'test:true-in-flight',
+  'every request to the pod with the fewest in flight now (true state, no delay)',
+  (ctx) => new TrueInFlightPicker(ctx),
+);
 
 const SEEDS = [1, 2, 3];
 
