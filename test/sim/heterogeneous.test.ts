@@ -16,8 +16,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Random } from '../../src/core/random.js';
-import type { DataplaneModel } from '../../src/sim/dataplane/dataplane.js';
-import { PerRequestRouter, type RequestPicker } from '../../src/sim/dataplane/per-request-router.js';
+import type { RequestPicker } from '../../src/sim/dataplane/per-request-router.js';
 import { resolveDataplanes } from '../../src/sim/dataplane/registry.js';
 import type { SimClient } from '../../src/sim/model/sim-client.js';
 import type { SimPod } from '../../src/sim/model/sim-pod.js';
@@ -26,7 +25,7 @@ import { formatReportJson } from '../../src/sim/report/report-json.js';
 import { runScenario } from '../../src/sim/run-simulation.js';
 import { findBuiltinScenario, parseBuiltinScenario } from '../../src/sim/scenario/builtin-scenarios.js';
 import { fleetCapacityPerSecond } from '../../src/sim/scenario/scenario-text.js';
-import { result, runBuiltin } from './support.js';
+import { requestDataplane, result, runBuiltin } from './support.js';
 
 /**
  * Asks two random eligible pods for their requests in flight (two probes, answered at once)
@@ -56,13 +55,11 @@ class ProbingPicker implements RequestPicker {
   done(): void {}
 }
 
-const probing: DataplaneModel = {
-  name: 'test:probe-in-flight',
-  description: 'power of two choices on the pods’ own in-flight counts (two probes per request)',
-  granularity: 'request',
-  policyKind: undefined,
-  createRouter: (ctx) => new PerRequestRouter(ctx, new ProbingPicker(ctx)),
-};
+const probing = requestDataplane(
+  'test:probe-in-flight',
+  'power of two choices on the pods’ own in-flight counts (two probes per request)',
+  (ctx) => new ProbingPicker(ctx),
+);
 
 const builtin = findBuiltinScenario('heterogeneous');
 if (builtin === undefined) throw new Error('no built-in scenario heterogeneous');

@@ -109,4 +109,32 @@ describe('PodLoads', () => {
       expect((m.recentLatencyMs - from) / (30 - from)).toBeGreaterThan(fraction);
     }
   });
+
+  it('estimates the latency a request arriving at an in-flight count may expect, from requests that arrived at it', () => {
+    const loads = new PodLoads(open(0), 1000, 1);
+    loads.add(0, 4, 0);
+    loads.add(1, 4, 0);
+    // Nothing yet: 0. Completions without an arrival count teach only the overall EWMA.
+    expect(loads.latencyAtInFlightMs(0, 3)).toBe(0);
+    loads.started(0, 0);
+    loads.finished(0, 20, 20);
+    expect(loads.latencyAtInFlightMs(0, 3)).toBe(20);
+    // Requests that arrived at 1 took 10 ms, at 6 (a queue of 2 behind 4 workers) 30 ms.
+    for (let t = 100; t < 2000; t += 10) {
+      loads.started(0, t);
+      loads.finished(0, t + 5, 10, 1);
+      loads.started(0, t + 5);
+      loads.finished(0, t + 8, 30, 6);
+    }
+    expect(loads.latencyAtInFlightMs(0, 1)).toBeCloseTo(10, 9);
+    expect(loads.latencyAtInFlightMs(0, 3)).toBeCloseTo(10, 9); // nearest count below with a history
+    expect(loads.latencyAtInFlightMs(0, 0)).toBeCloseTo(10, 9); // none below: nearest above
+    expect(loads.latencyAtInFlightMs(0, 6)).toBeCloseTo(30, 9);
+    expect(loads.latencyAtInFlightMs(0, 500)).toBeCloseTo(30, 9); // 63 and above share one count
+    // Each new request weighs 1/8 in its count's estimate; the other pod's row is untouched.
+    loads.started(0, 3000);
+    loads.finished(0, 3010, 18, 1);
+    expect(loads.latencyAtInFlightMs(0, 1)).toBeCloseTo(11, 9);
+    expect(loads.latencyAtInFlightMs(1, 1)).toBe(0);
+  });
 });

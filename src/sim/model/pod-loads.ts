@@ -4,7 +4,12 @@
  * worker-time inside the measured window (the report's utilization: busy time over capacity)
  * and its recent utilization and request rate over a trailing window of `windowMs` to
  * 1.25 × `windowMs` (what a load report or a probe answer says). It also keeps an EWMA of the
- * latencies of the requests each pod completed, with time constant `windowMs`.
+ * latencies of the requests each pod completed, with time constant `windowMs`, and — what a
+ * Prequal server answers a probe with — a latency estimate per requests-in-flight count: an
+ * EWMA (each request weighing 1/8) of the latencies of completed requests that arrived at
+ * that count (0 … 63, the last counting everything above), read at a count as the nearest
+ * count with a history below it, else above, else the overall EWMA. So a pod with a queue
+ * says it is slow before its completions do.
  *
  * Layout, as `PodLatencies` and the load tracker do it: per pod index, a row of the eight
  * figures every request's start and end touch (one cache line) in one `Float64Array`, and a
@@ -46,6 +51,10 @@ const RING_COMPLETED = RING_AREA_MS + RING;
 const HEAD = RING_COMPLETED + RING;
 const WORKERS = HEAD + 1;
 const COLD = WORKERS + 1;
+/** In-flight counts with a latency estimate of their own (the last one counts all above). */
+export const IN_FLIGHT_BUCKETS = 64;
+/** Weight of one completed request in its in-flight count's latency estimate. */
+const IN_FLIGHT_LATENCY_WEIGHT = 1 / 8;
 
 export class PodLoads {
   readonly #window: MeasuredWindow;
@@ -53,6 +62,8 @@ export class PodLoads {
   readonly #timeConstantMs: number;
   #hot: Float64Array;
   #ring: Float64Array;
+  /** Pod p's latency estimate at in-flight count k: `#byInFlight[p * IN_FLIGHT_BUCKETS + k]`, 0 = none yet. */
+  #byInFlight: Float64Array;
 
   /** Load figures of pods counted inside `window`, "recent" meaning over the trailing `windowMs`. */
   constructor(window: MeasuredWindow, windowMs: number, pods = 64) {
@@ -61,6 +72,7 @@ export class PodLoads {
     this.#timeConstantMs = windowMs;
     this.#hot = new Float64Array(Math.max(1, pods) * HOT);
     this.#ring = new Float64Array(Math.max(1, pods) * COLD);
+    this.#byInFlight = new Float64Array(Math.max(1, pods) * IN_FLIGHT_BUCKETS);
   }
 
   /** Starts the figures of pod `pod` (of `workers` workers), created at `createdAtMs`. */
@@ -69,6 +81,7 @@ export class PodLoads {
       const pods = Math.max(pod + 1, (2 * this.#hot.length) / HOT);
       this.#hot = grown(this.#hot, pods * HOT);
       this.#ring = grown(this.#ring, pods * COLD);
+      this.#byInFlight = grown(this.#byInFlight, pods * IN_FLIGHT_BUCKETS);
     }
     const h = this.#hot;
     const row = pod * HOT;
@@ -81,6 +94,7 @@ export class PodLoads {
     c.fill(0, cold, cold + COLD);
     c.fill(createdAtMs, cold + RING_AT_MS, cold + RING_AT_MS + RING);
     c[cold + WORKERS] = workers;
+    this.#byInFlight.fill(0, pod * IN_FLIGHT_BUCKETS, (pod + 1) * IN_FLIGHT_BUCKETS);
   }
 
   /** Workers of pod `pod` busy now. */
@@ -98,11 +112,12 @@ export class PodLoads {
 
   /**
    * A worker of pod `pod` finished, at `nowMs`, a request that reached the pod `latencyMs`
-   * before. The latency EWMA weighs it by `dt / (dt + windowMs)`, `dt` the time since the
-   * previous response: like `1 − e^(−dt / windowMs)` (the same for small and large gaps) without
-   * an exponential per request.
+   * before, when `arrivedInFlight` requests were at the pod (-1: not known; then only the
+   * overall EWMA learns from it). The latency EWMA weighs it by `dt / (dt + windowMs)`, `dt`
+   * the time since the previous response: like `1 − e^(−dt / windowMs)` (the same for small
+   * and large gaps) without an exponential per request.
    */
-  finished(pod: number, nowMs: number, latencyMs: number): void {
+  finished(pod: number, nowMs: number, latencyMs: number, arrivedInFlight = -1): void {
     const row = pod * HOT;
     this.#account(pod, row, nowMs);
     const h = this.#hot;
@@ -115,6 +130,31 @@ export class PodLoads {
         ? latencyMs
         : latency + (elapsed / (elapsed + this.#timeConstantMs)) * (latencyMs - latency);
     h[row + LATENCY_AT_MS] = nowMs;
+    if (arrivedInFlight >= 0) {
+      const at = pod * IN_FLIGHT_BUCKETS + Math.min(IN_FLIGHT_BUCKETS - 1, arrivedInFlight);
+      const before = this.#byInFlight[at] as number;
+      this.#byInFlight[at] = before === 0 ? latencyMs : before + (latencyMs - before) * IN_FLIGHT_LATENCY_WEIGHT;
+    }
+  }
+
+  /**
+   * Pod `pod`'s latency estimate for a request arriving when `inFlight` are at the pod, ms:
+   * the nearest in-flight count with a history at or below it, else above, else the overall
+   * EWMA (0 before the first response).
+   */
+  latencyAtInFlightMs(pod: number, inFlight: number): number {
+    const base = pod * IN_FLIGHT_BUCKETS;
+    const k0 = Math.min(IN_FLIGHT_BUCKETS - 1, inFlight);
+    const table = this.#byInFlight;
+    for (let k = k0; k >= 0; k--) {
+      const v = table[base + k] as number;
+      if (v > 0) return v;
+    }
+    for (let k = k0 + 1; k < IN_FLIGHT_BUCKETS; k++) {
+      const v = table[base + k] as number;
+      if (v > 0) return v;
+    }
+    return this.recentLatencyMs(pod);
   }
 
   /** Busy worker-ms of pod `pod` inside the measured window up to `nowMs` (at most the window's end). */

@@ -22,6 +22,8 @@ export class RequestTable {
   loadStartMs = new Float64Array(64);
   /** When the request reached its pod (`deliver`), ms. */
   arrivedMs = new Float64Array(64);
+  /** Requests at its pod (in service and queued) when it arrived, itself not counted. */
+  arrivedInFlight = new Int32Array(64);
   /** Pods whose speed changes: the pod's work clock reading at which the request is done. */
   workTarget = new Float64Array(64);
   /**
@@ -90,6 +92,7 @@ export class RequestTable {
     this.servicePos = i32(this.servicePos);
     this.sentMs = f64(this.sentMs);
     this.arrivedMs = f64(this.arrivedMs);
+    this.arrivedInFlight = i32(this.arrivedInFlight);
     this.workTarget = f64(this.workTarget);
     this.loadStartMs = f64(this.loadStartMs);
     this.#capacity = cap;

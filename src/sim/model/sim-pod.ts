@@ -10,8 +10,10 @@
  * bucket and its latency histogram.
  *
  * What a server could tell of itself is readable at any time, cheaply and without side effects
- * on the run (for dataplanes that model load reports and probes): `inFlight`,
- * `recentUtilization(nowMs)`, `recentRequestsPerSecond(nowMs)` and `recentLatencyMs`.
+ * on the run — the one place dataplanes that model load reports and probes read it: `inFlight`,
+ * `recentUtilization(nowMs)`, `recentRequestsPerSecond(nowMs)`, `recentLatencyMs` and
+ * `latencyEstimateMs` (the latency a request arriving now may expect, as a Prequal server
+ * answers a probe).
  */
 import { createEndpoint, type Endpoint } from '../../core/endpoint.js';
 import type { LatencyHistogram } from '../metrics/latency-histogram.js';
@@ -174,14 +176,26 @@ export class SimPod {
     return this.#loads.recentLatencyMs(this.index);
   }
 
+  /**
+   * The latency a request arriving now may expect, ms: the EWMA of the latencies of requests
+   * that arrived at the pod's in-flight count now (nearest count with a history; see
+   * `PodLoads.latencyAtInFlightMs`), else `recentLatencyMs`; 0 before the first response.
+   */
+  get latencyEstimateMs(): number {
+    return this.#loads.latencyAtInFlightMs(this.index, this.inFlight);
+  }
+
   /** A worker took a request at `nowMs`. */
   startService(nowMs: number): void {
     this.#loads.started(this.index, nowMs);
   }
 
-  /** A worker finished a request that arrived `latencyMs` before `nowMs`. */
-  finishService(nowMs: number, latencyMs: number): void {
-    this.#loads.finished(this.index, nowMs, latencyMs);
+  /**
+   * A worker finished a request that arrived `latencyMs` before `nowMs`, when `arrivedInFlight`
+   * requests were at the pod (its `inFlight` then).
+   */
+  finishService(nowMs: number, latencyMs: number, arrivedInFlight: number): void {
+    this.#loads.finished(this.index, nowMs, latencyMs, arrivedInFlight);
   }
 
   /** Busy worker-ms inside the measured window so far (up to `nowMs`). */

@@ -190,6 +190,7 @@ export class Simulation implements SimulationContext {
     const clientZone = pod.zone < 0 ? -1 : (this.clients[this.requests.client[slot] as number] as SimClient).zone;
     this.#measure.delivered(now, pod, this.pods.length, clientZone);
     this.requests.arrivedMs[slot] = now;
+    this.requests.arrivedInFlight[slot] = pod.inFlight;
     if (pod.busy < pod.workers) this.#service.start(pod, slot);
     else pod.enqueue(slot);
   }
@@ -296,7 +297,7 @@ export class Simulation implements SimulationContext {
     const req = this.requests;
     const pod = this.pods[req.pod[slot] as number] as SimPod;
     const now = this.scheduler.now;
-    pod.finishService(now, now - (req.arrivedMs[slot] as number));
+    pod.finishService(now, now - (req.arrivedMs[slot] as number), req.arrivedInFlight[slot] as number);
     this.#measure.completed(now, req.sentMs[slot] as number, pod);
     this.#router.done(slot);
     const closedLoop = (req.flags[slot] as number) & CLOSED_LOOP;
