@@ -9,6 +9,8 @@ export default defineConfig({
     'cli/main': 'src/cli/main.ts',
     'demo/pod': 'src/demo/pod-main.ts',
     'demo/load': 'src/demo/load-main.ts',
+    'demo/sidecar-pod': 'src/demo/sidecar-pod-main.ts',
+    'demo/plain-app': 'src/demo/plain-app-main.ts',
     'sim/index': 'src/sim/index.ts',
   },
   format: ['esm'],

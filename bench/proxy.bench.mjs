@@ -7,16 +7,28 @@
 // /proc/<pid>/stat) / requests. Missing tools (wrk, nginx, haproxy) are installed with apt-get
 // when running as root. Results: a table, ratios, and bench/results/proxy.json.
 //
-// CPU placement: with taskset and two or more cores, every proxy under test runs on the last
-// core and wrk and the backends on the others, so a proxy's CPU per request is its own work,
-// not the cost of being descheduled for the load generator on a shared core. Each target gets
-// the same placement. EVENLB_BENCH_PIN=0 turns it off (everything floats, as before).
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
+// CPU placement (load-tools.mjs): with taskset and two or more cores, every proxy under test runs
+// on the last core and wrk and the backends on the others, so a proxy's CPU per request is its
+// own work, not the cost of being descheduled for the load generator on a shared core. Each
+// target gets the same placement. EVENLB_BENCH_PIN=0 turns it off (everything floats, as before).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  cpuMicros,
+  ensureTools,
+  freePort,
+  have,
+  median,
+  nginxConfig,
+  PLACEMENT,
+  start,
+  stop,
+  toolPath,
+  waitForPort,
+  wrk as wrkRun,
+} from './load-tools.mjs';
 import { printTable, writeResult } from './machine.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -25,127 +37,12 @@ const RUN_SECONDS = Number(process.env.EVENLB_BENCH_SECONDS ?? 5);
 const RUNS = Number(process.env.EVENLB_BENCH_RUNS ?? 3);
 const CONNECTIONS = [8, 64];
 /** The budget: evenlb's CPU per request at most this many times nginx's, in the same run. */
-const CPU_TARGET = 2.1;
-const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+const CPU_TARGET = 1.6;
 
-function have(cmd) {
-  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-}
-
-function ensureTools() {
-  const need = [];
-  if (!have('wrk')) need.push('wrk');
-  if (!have('nginx') && !have('/usr/sbin/nginx')) need.push('nginx');
-  if (!have('haproxy') && !have('/usr/sbin/haproxy')) need.push('haproxy');
-  if (need.length === 0) return;
-  if (process.getuid?.() !== 0) {
-    process.stdout.write(`missing ${need.join(', ')} and not root: those rows are skipped\n`);
-    return;
-  }
-  spawnSync('apt-get', ['update', '-qq'], { stdio: 'ignore' });
-  spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...need], {
-    stdio: 'ignore',
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-  });
-}
-
-function freePort(host = '127.0.0.1') {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, host, () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-// Where processes run (see the header): `proxy` for the targets, `load` for wrk and the backends.
-const CORES = availableParallelism();
-const PIN = process.env.EVENLB_BENCH_PIN !== '0' && CORES >= 2 && have('taskset');
-const PLACEMENT = PIN ? { proxy: String(CORES - 1), load: CORES === 2 ? '0' : `0-${CORES - 2}` } : undefined;
-
-/** `cmd args` placed on the cores of `role` (taskset execs the command: the pid is the command's). */
-function placed(role, cmd, args) {
-  return PLACEMENT === undefined ? [cmd, args] : ['taskset', ['-c', PLACEMENT[role], cmd, ...args]];
-}
-
-function cpuMicros(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // fields[11] = utime, fields[12] = stime (fields 14 and 15 of proc(5), after pid and comm).
-  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
-}
-
-async function waitForPort(port, host = '127.0.0.1', timeoutMs = 10_000) {
-  const { connect } = await import('node:net');
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const ok = await new Promise((resolve) => {
-      const s = connect(port, host);
-      s.once('connect', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`port ${host}:${port} did not open`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function start(cmd, args, role = 'proxy') {
-  const [bin, argv] = placed(role, cmd, args);
-  const child = spawn(bin, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  child.stderr?.on('data', (c) => {
-    err += c;
-    if (err.length > 20_000) err = err.slice(-10_000);
-  });
-  child.errText = () => err;
-  return child;
-}
-
-async function stop(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  const t = setTimeout(() => child.kill('SIGKILL'), 3000);
-  await exited;
-  clearTimeout(t);
-}
-
+/** One wrk run against a target, latencies in ms as this benchmark reports them. */
 function wrk(port, connections, host = '127.0.0.1') {
-  const [bin, argv] = placed('load', 'wrk', [
-    '-t1',
-    `-c${connections}`,
-    `-d${RUN_SECONDS}s`,
-    '--latency',
-    '-H',
-    'Host: bench.local',
-    `http://${host}:${port}/`,
-  ]);
-  const r = spawnSync(bin, argv, { encoding: 'utf8', timeout: (RUN_SECONDS + 20) * 1000 });
-  const out = r.stdout ?? '';
-  const num = (re) => {
-    const m = re.exec(out);
-    return m === null ? Number.NaN : Number(m[1]);
-  };
-  const latencyMs = (label) => {
-    const m = new RegExp(`\\s${label}%\\s+([0-9.]+)(us|ms|s)`).exec(out);
-    if (m === null) return Number.NaN;
-    const v = Number(m[1]);
-    return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
-  };
-  const errors = num(/Non-2xx or 3xx responses: ([0-9]+)/) || 0;
-  const socketErrors = /Socket errors: connect ([0-9]+), read ([0-9]+), write ([0-9]+), timeout ([0-9]+)/.exec(out);
-  return {
-    requests: num(/([0-9]+) requests in/),
-    rps: num(/Requests\/sec:\s+([0-9.]+)/),
-    p50Ms: latencyMs('50'),
-    p99Ms: latencyMs('99'),
-    errors: errors + (socketErrors === null ? 0 : socketErrors.slice(1).reduce((a, b) => a + Number(b), 0)),
-  };
+  const w = wrkRun({ port, host, connections, seconds: RUN_SECONDS, hostHeader: 'bench.local' });
+  return { requests: w.requests, rps: w.rps, p50Ms: w.p50Us / 1000, p99Ms: w.p99Us / 1000, errors: w.errors };
 }
 
 /** A proxy written as a Node script (the Node baselines): written to `dir/file`, started, listening on `port`. */
@@ -155,12 +52,6 @@ async function nodeProxy(dir, file, port, source) {
   const child = start(process.execPath, [script]);
   await waitForPort(port);
   return { port, pid: child.pid, child };
-}
-
-function median(values) {
-  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (v.length === 0) return Number.NaN;
-  return v[Math.floor(v.length / 2)];
 }
 
 // Backends: one child process serving 4 loopback addresses (a tiny fixed body).
@@ -213,47 +104,18 @@ clusters: [{ name: backends, target: "static:///${endpoints.join(',')}" }]
     return { port, pid: child.pid, child };
   },
   async nginx(dir, endpoints) {
-    if (!have('nginx') && !have('/usr/sbin/nginx')) return undefined;
+    const bin = toolPath('nginx');
+    if (bin === undefined) return undefined;
     const port = await freePort();
     const conf = join(dir, 'nginx.conf');
-    writeFileSync(
-      conf,
-      `daemon off;
-master_process off;
-worker_processes 1;
-error_log ${dir}/nginx-error.log error;
-pid ${dir}/nginx.pid;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/nginx-body;
-  proxy_temp_path ${dir}/nginx-proxy;
-  fastcgi_temp_path ${dir}/nginx-fastcgi;
-  uwsgi_temp_path ${dir}/nginx-uwsgi;
-  scgi_temp_path ${dir}/nginx-scgi;
-  upstream backends {
-    ${endpoints.map((e) => `server ${e};`).join('\n    ')}
-    keepalive 128;
-  }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://backends;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-    }
-  }
-}
-`,
-    );
-    const bin = have('nginx') ? 'nginx' : '/usr/sbin/nginx';
+    writeFileSync(conf, nginxConfig(dir, { port, upstreams: endpoints, keepalive: 128 }));
     const child = start(bin, ['-c', conf, '-p', dir]);
     await waitForPort(port);
     return { port, pid: child.pid, child };
   },
   async haproxy(dir, endpoints) {
-    if (!have('haproxy') && !have('/usr/sbin/haproxy')) return undefined;
+    const bin = toolPath('haproxy');
+    if (bin === undefined) return undefined;
     const port = await freePort();
     const conf = join(dir, 'haproxy.cfg');
     writeFileSync(
@@ -275,7 +137,6 @@ backend backends
 ${endpoints.map((e, i) => `  server b${i} ${e}`).join('\n')}
 `,
     );
-    const bin = have('haproxy') ? 'haproxy' : '/usr/sbin/haproxy';
     const child = start(bin, ['-db', '-f', conf]);
     await waitForPort(port);
     return { port, pid: child.pid, child };
@@ -370,7 +231,7 @@ await app.listen({ port: ${port}, host: '127.0.0.1' });
 };
 
 async function main() {
-  ensureTools();
+  ensureTools(['wrk', 'nginx', 'haproxy']);
   process.stdout.write(
     PLACEMENT === undefined
       ? 'placement: unpinned (every process floats over all cores)\n'

@@ -1,8 +1,8 @@
 /**
  * `evenlb demo`: the whole story in one command on loopback — pods as child processes, long-lived
- * clients, a scale-out and a rolling restart per phase, balanced four ways (pinned, evenlb
- * client, evenlb proxy, connection recycler). Prints a live line, the tables, and writes a
- * self-contained HTML report. Usage errors exit 2; Ctrl-C stops everything and exits 130.
+ * clients, a scale-out and a rolling restart per phase, balanced five ways (pinned, evenlb
+ * client, evenlb proxy, connection recycler, fair-share sidecar in front of plain servers).
+ * Prints a live line, the tables, and writes a self-contained HTML report. Usage errors exit 2; Ctrl-C stops everything and exits 130.
  */
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -71,7 +71,7 @@ export function registerDemoCommand(program: Command): void {
     .command('demo')
     .description(
       'run pods and long-lived clients on loopback and show uneven load (pinned connections) and its cures ' +
-        '(evenlb client, proxy, recycler), with a scale-out and a rolling restart per phase',
+        '(evenlb client, proxy, recycler, sidecar), with a scale-out and a rolling restart per phase',
     )
     .option('--pods <n>', 'pods before the scale-out', integer('--pods'), 4)
     .option('--clients <n>', 'long-lived clients', integer('--clients'), 20)
@@ -85,7 +85,7 @@ export function registerDemoCommand(program: Command): void {
     ])
     .option(
       '--dataplane <name>',
-      'loopback, or netfilter (Linux, root: pinned and recycler phases through kube-proxy iptables rules in a netns)',
+      'loopback, or netfilter (Linux, root: pinned, recycler and sidecar phases through kube-proxy iptables rules in a netns)',
       'loopback',
     )
     .option('--progress <style>', 'live line: auto, tty, plain or none', 'auto')

@@ -19,11 +19,12 @@ import {
   resolveKubeConnectionConfig,
   SERVICE_ACCOUNT_DIR,
 } from '../discovery/kubernetes/kube-connection.js';
-import type { ProxyConfig } from '../proxy/config-schema.js';
-import { configFromFlags, loadProxyConfigFile } from '../proxy/proxy-config.js';
+import type { ProxyConfig } from '../proxy/config/config-schema.js';
+import { configFromFlags, loadProxyConfigFile } from '../proxy/config/proxy-config.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
+import { addSidecarOptions, type SidecarCli, type SidecarFlags, sidecarFromCli } from './proxy-sidecar.js';
 
-interface ProxyCliOptions {
+interface ProxyCliOptions extends SidecarFlags {
   config?: string;
   listen?: string;
   upstream?: string;
@@ -57,7 +58,7 @@ function usage(message: string): void {
 }
 
 export function registerProxyCommand(program: Command): void {
-  program
+  const command = program
     .command('proxy')
     .description('Balance requests (HTTP/1.1, HTTP/2, gRPC) or connections (TCP) over a Service’s endpoints.')
     .option(
@@ -72,8 +73,11 @@ export function registerProxyCommand(program: Command): void {
     .option('--access-log', 'log every request as JSON to stderr')
     .action(async (opts: ProxyCliOptions) => {
       let config: ProxyConfig;
+      let sidecar: SidecarCli | undefined;
       try {
-        if (opts.config !== undefined) {
+        sidecar = sidecarFromCli(opts, command);
+        if (sidecar !== undefined) config = sidecar.config;
+        else if (opts.config !== undefined) {
           if (opts.upstream !== undefined) return usage('--config and --upstream cannot be combined');
           config = loadProxyConfigFile(opts.config);
         } else {
@@ -100,7 +104,7 @@ export function registerProxyCommand(program: Command): void {
       }
       let proxy: ProxyServer;
       try {
-        proxy = await ProxyServer.start(config);
+        proxy = await ProxyServer.start(config, sidecar?.proxyOptions);
       } catch (err) {
         // A file that broke between validation and start is still a configuration error (2);
         // an address another process holds is the machine's state, not the file's (1).
@@ -110,6 +114,7 @@ export function registerProxyCommand(program: Command): void {
         process.exitCode = 1;
         return;
       }
+      const load = sidecar?.load ?? loadProxyConfigFile;
       const file = opts.config;
       if (file !== undefined) {
         let pending: NodeJS.Timeout | undefined;
@@ -124,7 +129,7 @@ export function registerProxyCommand(program: Command): void {
         const reload = (why: string): void => {
           let next: ProxyConfig;
           try {
-            next = loadProxyConfigFile(file);
+            next = load(file);
           } catch (err) {
             proxy.metrics.reloads.inc({ result: 'invalid' });
             failed(why, 'validate', err);
@@ -160,4 +165,5 @@ export function registerProxyCommand(program: Command): void {
       process.once('SIGTERM', () => stop('SIGTERM'));
       process.once('SIGINT', () => stop('SIGINT'));
     });
+  addSidecarOptions(command);
 }

@@ -9,14 +9,12 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { parse as parseYaml, YAMLParseError } from 'yaml';
-import { systemClock } from '../core/clock.js';
 import { isEvenlbError } from '../core/errors.js';
 import {
   applyKnobs,
   builtinScenarios,
   findBuiltinScenario,
   listDataplanes,
-  type ProgressStatus,
   parseBuiltinScenario,
   parseScenario,
   resolveDataplanes,
@@ -28,6 +26,8 @@ import { formatTable } from '../sim/report/format-table.js';
 import { recyclingCurve } from '../sim/report/recycling-curve.js';
 import { type HtmlExtras, renderHtml } from '../sim/report/render-html.js';
 import { formatReportJson } from '../sim/report/report-json.js';
+import { expandDataplanes } from './expand-dataplanes.js';
+import { progressBar } from './sim-progress.js';
 
 /** Where the command writes; tests pass their own. */
 export interface SimCommandIo {
@@ -184,24 +184,6 @@ function knobsFrom(f: SimFlags): ScenarioKnobs {
   return k;
 }
 
-/** Expands `evenlb:*`-style patterns against the known dataplane names. */
-function expandDataplanes(names: readonly string[]): string[] {
-  const known = listDataplanes().map((d) => d.name);
-  const out: string[] = [];
-  for (const name of names) {
-    if (!name.endsWith('*')) {
-      out.push(name);
-      continue;
-    }
-    const prefix = name.slice(0, -1);
-    const matches = known.filter((k) => k.startsWith(prefix));
-    if (matches.length === 0)
-      throw new Error(`dataplane pattern ${JSON.stringify(name)} matches nothing; known: ${known.join(', ')}`);
-    out.push(...matches);
-  }
-  return [...new Set(out)];
-}
-
 function loadScenarioFile(file: string): unknown {
   let text: string;
   try {
@@ -226,45 +208,6 @@ function listing(): string {
   const w2 = Math.max(...dps.map((d) => d.name.length));
   for (const d of dps) lines.push(`  ${d.name.padEnd(w2)}  ${d.description}`);
   return `${lines.join('\n')}\n`;
-}
-
-/** `1.2M`, `350k`, `12`. */
-function compact(n: number): string {
-  if (n >= 1e6) return `${(n / 1e6).toFixed(1)}M`;
-  if (n >= 1e4) return `${Math.round(n / 1e3)}k`;
-  return String(Math.round(n));
-}
-
-/**
- * A progress bar on a terminal, nothing otherwise; redrawn at most every 100 ms, with the
- * dataplane, its simulated time and the events handled per (wall-clock) second.
- */
-function progressBar(
-  io: SimCommandIo,
-  enabled: boolean,
-): { update(f: number, status: ProgressStatus): void; done(): void } {
-  if (!enabled || io.stderr.isTTY !== true) return { update() {}, done() {} };
-  const startedMs = systemClock.now();
-  let last = Number.NEGATIVE_INFINITY;
-  let shown = false;
-  return {
-    update(f, status) {
-      const now = systemClock.now();
-      if (now - last < 100) return;
-      last = now;
-      shown = true;
-      const width = 30;
-      const filled = Math.round(Math.min(1, f) * width);
-      const rate = status.events / Math.max(0.001, (now - startedMs) / 1000);
-      io.stderr.write(
-        `\r\x1b[Ksimulating [${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${(f * 100).toFixed(0).padStart(3)}%` +
-          `  ${status.dataplane} at ${(status.simulatedMs / 1000).toFixed(1)} s simulated, ${compact(rate)} events/s`,
-      );
-    },
-    done() {
-      if (shown) io.stderr.write('\r\x1b[K');
-    },
-  };
 }
 
 /**
@@ -379,7 +322,7 @@ export function registerSimCommand(program: Command, io: SimCommandIo = processI
       } catch (err) {
         return usage(err instanceof Error ? err.message : String(err));
       }
-      const progress = progressBar(io, flags.progress);
+      const progress = progressBar(io.stderr, flags.progress);
       let report: ReturnType<typeof runScenario>;
       try {
         report = runScenario({

@@ -4,7 +4,8 @@
  * is handed out and ends it exactly once — by `end(outcome)`, by `retry(failure, request)`,
  * which asks the cluster's one `RetryPolicy` with the retries the chain has made so far and
  * hands out the next attempt (another endpoint when there is one; the same one only after a
- * stale kept-alive socket), or by `withdraw()`, which takes it back as if never handed out.
+ * stale kept-alive socket, or for a `retryOn` status when the cluster has a single endpoint),
+ * or by `withdraw()`, which takes it back as if never handed out.
  */
 import type { Endpoint } from '../core/endpoint.js';
 import { EvenlbError } from '../core/errors.js';
@@ -109,6 +110,9 @@ class ChainAttempt implements Attempt {
   #reasonFor(failure: AttemptFailure, request: AttemptRequest): RetryReason | undefined {
     const host = this.#host;
     const reason = host.closed() ? undefined : host.retryPolicy.decide(failure, { ...request, done: this.#counts });
-    return reason === 'reused-connection' || host.elsewhere(this.endpoint.key) ? reason : undefined;
+    // Another endpoint when there is one; with a single endpoint, a stale kept-alive socket or a
+    // retryable status goes to the same one again (as Envoy does: the status may be transient).
+    if (reason === undefined || reason === 'reused-connection' || host.elsewhere(this.endpoint.key)) return reason;
+    return failure.type === 'status' ? reason : undefined;
   }
 }

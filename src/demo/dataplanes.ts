@@ -123,6 +123,20 @@ export function withPeersFile(dataplane: PhaseDataplane, dir: string, podArgs: r
   };
 }
 
+/**
+ * The sidecar phase's pods on `dataplane`: each pod is a plain app behind `evenlb proxy
+ * --sidecar` (`sidecar-pod`), its port the sidecar's; the clients reach the pods as
+ * `dataplane` says (pinned connections, or kube-proxy rules).
+ */
+export function sidecarPods(dataplane: PhaseDataplane): PhaseDataplane {
+  return {
+    ...dataplane,
+    description: `${dataplane.description} (each pod: evenlb proxy --sidecar → a plain node:http app)`,
+    podScript: 'sidecar-pod',
+    prestartReplacements: true,
+  };
+}
+
 const PROXY_HOST = '127.0.2.1';
 
 /**

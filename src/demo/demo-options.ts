@@ -1,5 +1,5 @@
 /**
- * The demo's options, parsed once. Defaults finish the four phases within a minute on two
+ * The demo's options, parsed once. Defaults finish the five phases in about a minute on two
  * cores: 4 pods, 20 clients at 80 requests/s each, 11 s per phase (plus about 2 s of start-up and shut-down each).
  * 20 connections share evenly over 4 pods and over 5 (after the scale-out): with 8, no placement
  * can give the fifth pod its fair share (it holds 1 or 2 of 8 connections: 62% or 125%).
@@ -25,7 +25,7 @@ export const demoOptionsSpec = {
   /** Where machine-readable results go; unset = not written. */
   json: opt.string({ nonEmpty: true, optional: true }),
   phases: opt.custom(`a non-empty list of ${PHASE_IDS.join(', ')}`, isPhaseList, { default: [...DEFAULT_PHASE_IDS] }),
-  /** `netfilter`: the pinned and recycler phases go through kube-proxy-style iptables rules in a network namespace. */
+  /** `netfilter`: the pinned, recycler and sidecar phases go through kube-proxy-style iptables rules in a network namespace. */
   dataplane: opt.oneOf(['loopback', 'netfilter'] as const, { default: 'loopback' }),
   /** Live line style: redrawn bar (tty), a line every few seconds (plain), or none. */
   progress: opt.oneOf(['auto', 'tty', 'plain', 'none'] as const, { default: 'auto' }),

@@ -1,13 +1,13 @@
 /**
- * The demo's phases: the same Service (pods, clients, scale-out, rolling restart) balanced four
+ * The demo's phases: the same Service (pods, clients, scale-out, rolling restart) balanced five
  * ways. Each phase names the part of evenlb it needs, so a build without that part skips the
  * phase and says why.
  */
 
-export const PHASE_IDS = ['pinned', 'client', 'proxy', 'recycler', 'recycler-age'] as const;
+export const PHASE_IDS = ['pinned', 'client', 'proxy', 'recycler', 'sidecar', 'recycler-age'] as const;
 export type PhaseId = (typeof PHASE_IDS)[number];
 /** The phases run when `--phases` is not given (the age-only recycler is shown on request). */
-export const DEFAULT_PHASE_IDS: readonly PhaseId[] = ['pinned', 'client', 'proxy', 'recycler'];
+export const DEFAULT_PHASE_IDS: readonly PhaseId[] = ['pinned', 'client', 'proxy', 'recycler', 'sidecar'];
 
 export interface PhaseInfo {
   readonly id: PhaseId;
@@ -59,6 +59,18 @@ export const PHASES: Readonly<Record<PhaseId, PhaseInfo>> = Object.freeze({
       'window are noisy on a busy machine (the library default, right when callers differ in rate). The ' +
       're-dial lands on a random pod; pods at or below their share close nothing, so the fleet settles with few ' +
       'reconnects and the new pod is filled by the others shedding toward it.',
+  },
+  sidecar: {
+    id: 'sidecar',
+    title: 'sidecar: plain servers, evenlb proxy --sidecar in each pod sheds by fair share',
+    explanation:
+      'The server-side cure for servers that are not Node. Every pod is a plain HTTP server written with ' +
+      "Node's core http module and nothing else — standing in for a Go, Java or Python server, an admission " +
+      'webhook — with `evenlb proxy --sidecar` in front of it in the same pod: the clients (pinned as in the first ' +
+      "phase) connect to the sidecar's port, the Service's targetPort; the sidecar forwards to the app over a " +
+      'small keep-alive pool and sheds its client connections by fair share with the other pods’ sidecars — ' +
+      'the same shedder and settings as the recycler phase, outside the app. A pod marked terminating hands its ' +
+      'clients over (Connection: close on their next response) before it is stopped. The app never changes.',
   },
   'recycler-age': {
     id: 'recycler-age',

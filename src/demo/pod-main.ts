@@ -27,7 +27,7 @@
  *    [--fair-share-peers-per-period N] [--fair-share-peer-ttl-ms MS] [--fair-share-load-metric M]]
  *   [--warm-up-requests N] [--seed N] --evenlb-demo RUN`
  */
-import { Agent, createServer, request } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { FairShareLoadMetric } from '../balancing/fair-share/fair-share-options.js';
@@ -37,12 +37,9 @@ import { DEFAULT_LOAD_PATH } from '../server/fair-share/fair-share-options.js';
 import { LoadExchangeClient } from '../server/fair-share/load-exchange.js';
 import { recycleConnections } from '../server/recycle-connections.js';
 import { listenToParent, sendToParent } from './child-channel.js';
+import { inParallelLoops, WARM_UP_HEADER, warmUp } from './pod-warm-up.js';
 
 const STATS_INTERVAL_MS = 100;
-/** Marks the pod's own warm-up requests (answered, not counted). */
-const WARM_UP_HEADER = 'x-evenlb-demo-warm-up';
-/** Connections the warm-up requests are spread over (at once). */
-const WARM_UP_CONNECTIONS = 4;
 
 const optional = <K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> =>
   value === undefined ? {} : ({ [key]: value } as Record<K, number>);
@@ -190,23 +187,6 @@ async function main(): Promise<void> {
 }
 
 /**
- * Sends `count` requests to this pod over `WARM_UP_CONNECTIONS` keep-alive connections, one
- * after another on each, so the accept path and concurrent requests are warm too.
- */
-async function warmUp(address: string, port: number, count: number): Promise<void> {
-  if (!(count > 0)) return;
-  const agent = new Agent({ keepAlive: true, maxSockets: WARM_UP_CONNECTIONS });
-  try {
-    const perConnection = Math.ceil(count / WARM_UP_CONNECTIONS);
-    await Promise.all(
-      Array.from({ length: WARM_UP_CONNECTIONS }, () => warmUpLoop(agent, address, port, perConnection)),
-    );
-  } finally {
-    agent.destroy();
-  }
-}
-
-/**
  * Asks this pod's own load document `count` times (4 at a time) through the load exchange's
  * client (a new connection each, as the exchange does), so both ends of the exchange are
  * compiled before the pod is listed. Fifty questions take under a second on a busy machine
@@ -226,34 +206,15 @@ async function warmUpLoadExchange(
     path: DEFAULT_LOAD_PATH,
     tls: false,
   });
-  const askLoop = async (n: number): Promise<void> => {
-    for (let i = 0; i < n; i++) {
-      const answer = await client.ask(address, port);
-      if (!answer.ok) throw new Error(`load exchange warm-up: ${answer.error}`);
-    }
+  const askOnce = async (): Promise<void> => {
+    const answer = await client.ask(address, port);
+    if (!answer.ok) throw new Error(`load exchange warm-up: ${answer.error}`);
   };
   try {
     // As many questions at once as a listed pod asks per period (its peers), in less time.
-    await Promise.all(
-      Array.from({ length: WARM_UP_CONNECTIONS }, () => askLoop(Math.ceil(count / WARM_UP_CONNECTIONS))),
-    );
+    await inParallelLoops(count, askOnce);
   } finally {
     await client.close();
-  }
-}
-
-/** One warm-up connection's requests, one after another. */
-async function warmUpLoop(agent: Agent, address: string, port: number, count: number): Promise<void> {
-  for (let i = 0; i < count; i++) {
-    await new Promise<void>((resolve, reject) => {
-      const req = request({ host: address, port, path: '/', agent, headers: { [WARM_UP_HEADER]: '1' } }, (res) => {
-        res.resume();
-        res.on('end', resolve);
-        res.on('error', reject);
-      });
-      req.on('error', reject);
-      req.end();
-    });
   }
 }
 

@@ -16,9 +16,12 @@ export interface PodSpec {
   readonly role: PodRole;
   /** Extra pod flags (the recycler's). */
   readonly args?: readonly string[];
+  /** The pod's entry: `pod` (one process; evenlb's recycler when asked) or `sidecar-pod` (a plain app behind `evenlb proxy --sidecar`). */
+  readonly script?: 'pod' | 'sidecar-pod';
 }
 
-const START_TIMEOUT_MS = 10_000;
+/** Time for a pod to start and warm up: one process, or a sidecar pod's three (the app, the sidecar and itself). */
+const START_TIMEOUT_MS = { pod: 10_000, 'sidecar-pod': 60_000 } as const;
 
 export class PodProcess {
   readonly name: string;
@@ -40,7 +43,7 @@ export class PodProcess {
   /** Spawns the pod and resolves once it listens. */
   static async start(spec: PodSpec, runId: string, spawner: Spawner | undefined, now: () => number) {
     const args = [
-      childScript('pod'),
+      childScript(spec.script ?? 'pod'),
       '--name',
       spec.name,
       '--address',
@@ -62,7 +65,7 @@ export class PodProcess {
       };
     });
     try {
-      const listening = await child.next('listening', START_TIMEOUT_MS);
+      const listening = await child.next('listening', START_TIMEOUT_MS[spec.script ?? 'pod']);
       pod.port = Number(listening.port);
     } catch (err) {
       child.kill('SIGKILL');

@@ -10,7 +10,7 @@ import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Clock, systemClock } from '../core/clock.js';
-import { agentDataplane, proxyDataplane, withPeersFile } from './dataplanes.js';
+import { agentDataplane, freePort, proxyDataplane, sidecarPods, withPeersFile } from './dataplanes.js';
 import { killAllChildren } from './demo-child.js';
 import type { DemoOptions } from './demo-options.js';
 import { type DemoReportData, renderHtmlReport } from './html-report.js';
@@ -73,6 +73,16 @@ const FAIR_SHARE_ARGS = [
   '500',
 ];
 
+/**
+ * The sidecar phase's fair-share settings: the recycler phase's (the same shedder, now in the
+ * sidecar), and the pod's grace on termination, which the sidecar's drain gets.
+ */
+const SIDECAR_ARGS = [
+  ...FAIR_SHARE_ARGS.slice(0, FAIR_SHARE_ARGS.indexOf('--recycle-max-age-ms')),
+  '--grace-ms',
+  '500',
+];
+
 export interface DemoIo {
   readonly stdout: NodeJS.WritableStream;
   readonly stderr: NodeJS.WritableStream & { isTTY?: boolean };
@@ -96,7 +106,9 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
     io.stderr.write(`${text}\n`);
   };
 
-  const netfilterPhases = options.phases.filter((p) => p === 'pinned' || p === 'recycler' || p === 'recycler-age');
+  const netfilterPhases = options.phases.filter(
+    (p) => p === 'pinned' || p === 'recycler' || p === 'sidecar' || p === 'recycler-age',
+  );
   if (options.dataplane === 'netfilter' && netfilterPhases.length > 0) {
     const missing = netfilter.support();
     if (missing !== undefined) {
@@ -151,6 +163,14 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<DemoOut
             return withPeersFile(netfilterDataplane(ns), tmp, FAIR_SHARE_ARGS);
           }
           return withPeersFile(agentDataplane(false), tmp, FAIR_SHARE_ARGS);
+        case 'sidecar': {
+          const base =
+            options.dataplane === 'netfilter'
+              ? netfilterDataplane(await netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT }))
+              : agentDataplane(false);
+          const loadPort = await freePort('127.0.0.1');
+          return sidecarPods(withPeersFile(base, tmp, [...SIDECAR_ARGS, '--load-port', String(loadPort)]));
+        }
         case 'recycler-age':
           if (options.dataplane === 'netfilter') {
             const ns = await netfilter.create({ vip: SERVICE_VIP, port: SERVICE_PORT });

@@ -30,6 +30,14 @@ export interface PhaseDataplane {
   readonly spawner?: Spawner;
   /** Extra flags for every pod (the recycler's). */
   readonly podArgs?: readonly string[];
+  /** What each pod runs (default `pod`; `sidecar-pod`: a plain app behind `evenlb proxy --sidecar`). */
+  readonly podScript?: 'pod' | 'sidecar-pod';
+  /**
+   * Start the rolling restart's pods with the others, each listed only in its turn (as a
+   * Deployment lists a surge pod once it is Ready): for pods whose start takes longer than a
+   * restart slot (a sidecar pod starts three processes).
+   */
+  readonly prestartReplacements?: boolean;
   /** The clients' mode, given the first endpoint list. */
   loadMode(endpoints: EndpointInput[]): LoadMode;
   /** Called once the first pods listen, before the clients start (e.g. to start the proxy). */
@@ -117,6 +125,7 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
         name: `pod-${podCounter}`,
         address: cfg.podAddress(podCounter),
         role,
+        ...(dataplane.podScript === undefined ? {} : { script: dataplane.podScript }),
         args: [
           ...(dataplane.podArgs ?? []),
           // Pods started before the clients warm up; a replacement's start is on the rolling
@@ -183,11 +192,14 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
     // The scale-out pod starts (and warms up) with the others but is listed only at the
     // scale-out, as Kubernetes lists a pod once it is ready: its share then measures the
     // balancing, not a process start on a busy machine.
-    const [initial, standby] = await Promise.all([
+    const [initial, standby, prestarted] = await Promise.all([
       Promise.all(Array.from({ length: cfg.pods }, () => startPod('initial'))),
       startPod('scale-out'),
+      dataplane.prestartReplacements === true
+        ? Promise.all(Array.from({ length: cfg.pods + 1 }, () => startPod('replacement')))
+        : Promise.resolve([]),
     ]);
-    pods.splice(0, pods.length, ...initial, standby);
+    pods.splice(0, pods.length, ...initial, standby, ...prestarted);
     for (const p of initial) {
       service.add(p);
       alive.add(p.name);
@@ -263,7 +275,7 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
     const stopping: Promise<void>[] = [];
     for (const old of toReplace) {
       const slotStart = clock.now();
-      const fresh = await startPod('replacement');
+      const fresh = prestarted.shift() ?? (await startPod('replacement'));
       service.add(fresh);
       alive.add(fresh.name);
       service.markTerminating(old);

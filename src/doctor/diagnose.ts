@@ -43,7 +43,26 @@ export interface DiagnoseInput {
   readonly webhooks: readonly WebhookReference[];
   readonly kubeProxy: KubeProxyMode;
   readonly sessionAffinity: string | undefined;
+  /** The Service's `spec.trafficDistribution`; undefined when not set. */
+  readonly trafficDistribution?: string | undefined;
   readonly balancedBelow: number;
+}
+
+/** How kube-proxy places new connections, as the evidence says it. */
+function kubeProxyEvidence(k: KubeProxyMode): string {
+  if (k.mode === undefined) return 'kube-proxy mode unknown (no readable configuration; --proxy-mode sets it)';
+  const how: Record<string, string> = {
+    iptables: 'a random endpoint per new connection (statistic random), pinned by conntrack',
+    nftables: 'a random endpoint per new connection (numgen random), pinned by conntrack',
+    ipvs: `IPVS scheduler ${k.scheduler ?? 'rr'}, per node`,
+  };
+  return `kube-proxy mode ${k.mode}${k.scheduler === undefined ? '' : `/${k.scheduler}`}: ${how[k.mode] ?? 'an endpoint per new connection'} (read from ${k.source})`;
+}
+
+function trafficEvidence(t: string | undefined): string {
+  return t === undefined
+    ? 'Service trafficDistribution not set: kube-proxy picks among every ready endpoint'
+    : `Service trafficDistribution ${t}: kube-proxy prefers endpoints near the client (topology hints), spilling over only when none is ready nearby`;
 }
 
 const f2 = (v: number): string => v.toFixed(2);
@@ -78,6 +97,7 @@ export function diagnose(input: DiagnoseInput): Diagnosis {
       heaviest.connections === undefined ? '' : `, ${heaviest.connections} of ${f.totalConnections ?? '?'} connections`;
     base.push(`heaviest pod ${heaviest.name}: ${f2(heaviest.overMean)}× the mean${conn}`);
   }
+  base.push(kubeProxyEvidence(input.kubeProxy), trafficEvidence(input.trafficDistribution));
   if (m.count === 0)
     return { cause: 'balanced', summary: 'no ready pod with load: nothing to balance', evidence: base };
   if (m.maxOverMean <= balancedBelow) {

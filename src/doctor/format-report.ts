@@ -26,10 +26,14 @@ function table(header: readonly string[], rows: readonly (readonly string[])[], 
   return [line(header), ...rows.map(line)];
 }
 
-function cureRow(c: CureAdvice, chosen: string | null): string[] {
+function mark(c: CureAdvice, chosen: string | null, serverSide: string | null): string {
+  return c.id === chosen ? '*' : c.id === serverSide ? '+' : ' ';
+}
+
+function cureRow(c: CureAdvice, chosen: string | null, serverSide: string | null): string[] {
   const p = c.predicted;
   return [
-    `${c.id === chosen ? '* ' : '  '}${c.title}`,
+    `${mark(c, chosen, serverSide)} ${c.title}`,
     p === null ? '-' : f2(p.maxOverMean),
     p === null ? '-' : p.reconnectsPerMinute.toFixed(1),
     c.applicable ? 'yes' : 'no',
@@ -42,6 +46,12 @@ export function formatDoctorReport(r: DoctorReport): string {
   const f = r.figures;
   out.push(
     `Service ${r.service.namespace}/${r.service.name} — ${f.readyPods} ready pods, ${f.requestsPerSecond} req/s`,
+  );
+  const k = r.kubeProxy;
+  out.push(
+    `kube-proxy: ${k.mode === undefined ? 'unknown' : `${k.mode}${k.scheduler === undefined ? '' : `/${k.scheduler}`}`} (${k.source}); ` +
+      `trafficDistribution: ${r.service.trafficDistribution ?? 'not set'}` +
+      (r.load.evenlbServer === null ? '' : `; evenlb server metrics: ${r.load.evenlbServer ? 'yes' : 'none'}`),
   );
   out.push(
     `load: ${r.load.metric}${r.load.connectionsMetric === null ? '' : `, connections: ${r.load.connectionsMetric}`} (${r.load.source})`,
@@ -80,16 +90,20 @@ export function formatDoctorReport(r: DoctorReport): string {
   if (p !== null) {
     out.push('');
     out.push(`cures (simulated on this Service; target max/mean <= ${p.target}):`);
-    const rows = [p.asIs, ...p.cures].map((c) => cureRow(c, p.chosen));
+    const rows = [p.asIs, ...p.cures].map((c) => cureRow(c, p.chosen, p.serverSide));
     out.push(...table(['cure', 'max/mean', 'reconnects/min', 'applies'], rows).map((l) => `  ${l}`));
     out.push('');
     if (p.asIs.note !== undefined) out.push(`  ${p.asIs.title}: ${p.asIs.note}`);
     for (const c of p.cures) {
-      out.push(`  ${c.id === p.chosen ? '*' : '-'} ${c.title}: ${c.settings}`);
+      const m = mark(c, p.chosen, p.serverSide);
+      out.push(`  ${m === ' ' ? '-' : m} ${c.title}: ${c.settings}`);
+      if (c.manifest !== undefined) out.push(`      manifest: ${c.manifest}`);
       if (c.note !== undefined) out.push(`      ${c.note}`);
     }
     out.push(`  assumptions: ${p.assumptions.join('; ')}`);
     if (p.chosen !== null) out.push(`  recommended (*): ${p.cures.find((c) => c.id === p.chosen)?.title}`);
+    if (p.serverSide !== null && p.serverSide !== p.chosen)
+      out.push(`  server side, callers unchanged (+): ${p.cures.find((c) => c.id === p.serverSide)?.title}`);
   }
   for (const w of r.warnings) out.push(`warning: ${w}`);
   if (r.failAbove !== null) {

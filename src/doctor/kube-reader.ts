@@ -2,8 +2,11 @@
  * What the doctor reads from the Kubernetes API, read-only and through discovery's own client
  * (`KubeConnection` + `KubeApiClient`, no second Kubernetes client): the Service, its
  * EndpointSlices, its Pods (age, readiness time, node, zone, restarts, revision), the webhook
- * configurations that call it, and kube-proxy's mode from kube-system/kube-proxy. Wire objects
- * are read defensively (a field of the wrong type counts as absent).
+ * configurations that call it, the Service's `trafficDistribution`, and kube-proxy's mode —
+ * from the kube-system/kube-proxy ConfigMap (kubeadm and most installers), else from the
+ * `--proxy-mode` / `--ipvs-scheduler` flags of the kube-proxy pods (static pods and DaemonSets
+ * that configure it by flags). Wire objects are read defensively (a field of the wrong type
+ * counts as absent).
  *
  * Failures name the thing: an unreachable API server or a 403 on a required read is
  * `EVENLB_DISCOVERY_FAILED` (the check could not run), a missing Service is
@@ -49,10 +52,20 @@ export interface KubeProxyMode {
   readonly source: string;
 }
 
+export interface ServicePortView {
+  readonly name: string | undefined;
+  readonly port: number;
+  readonly targetPort: number | string | undefined;
+}
+
 export interface ClusterView {
   readonly namespace: string;
   readonly name: string;
   readonly sessionAffinity: string | undefined;
+  /** The Service's `spec.trafficDistribution` (`PreferClose`, `PreferSameZone`, ...), if set. */
+  readonly trafficDistribution: string | undefined;
+  /** The Service's ports (`targetPort` a number, a name, or unset: the same as `port`). */
+  readonly ports: readonly ServicePortView[];
   readonly pods: readonly ObservedPod[];
   readonly webhooks: readonly WebhookReference[];
   readonly kubeProxy: KubeProxyMode;
@@ -217,7 +230,24 @@ export class KubeReader {
       warnings.push(`endpoints name Pods not found by the Service's selector: ${missing.join(', ')}`);
     const webhooks = await this.#webhooks(namespace, name, warnings);
     const kubeProxy = proxyMode ?? (await this.#kubeProxyMode(warnings));
-    return { namespace, name, sessionAffinity: str(spec.sessionAffinity), pods, webhooks, kubeProxy, warnings };
+    return {
+      namespace,
+      name,
+      sessionAffinity: str(spec.sessionAffinity),
+      trafficDistribution: str(spec.trafficDistribution),
+      ports: arr(spec.ports)
+        .map(rec)
+        .filter((p) => typeof p.port === 'number')
+        .map((p) => ({
+          name: str(p.name),
+          port: p.port as number,
+          targetPort: typeof p.targetPort === 'number' ? p.targetPort : str(p.targetPort),
+        })),
+      pods,
+      webhooks,
+      kubeProxy,
+      warnings,
+    };
   }
 
   async #webhooks(namespace: string, name: string, warnings: string[]): Promise<WebhookReference[]> {
@@ -248,18 +278,49 @@ export class KubeReader {
   async #kubeProxyMode(warnings: string[]): Promise<KubeProxyMode> {
     const r = await this.#get('/api/v1/namespaces/kube-system/configmaps/kube-proxy');
     const source = 'ConfigMap kube-system/kube-proxy';
-    if (r.type !== 'ok') {
-      warnings.push(`cannot read ${source} (HTTP ${r.statusCode}): kube-proxy mode unknown (set --proxy-mode)`);
-      return { mode: undefined, scheduler: undefined, source: 'unknown' };
+    if (r.type === 'ok') {
+      try {
+        const conf = rec(parseYaml(stringMap(rec(r.value).data)['config.conf'] ?? '') as unknown);
+        const mode = str(conf.mode) ?? 'iptables'; // kube-proxy's default on Linux
+        const scheduler = mode === 'ipvs' ? (str(rec(conf.ipvs).scheduler) ?? 'rr') : undefined;
+        return { mode, scheduler, source };
+      } catch {
+        warnings.push(`${source} has no readable config.conf; looking at the kube-proxy pods' flags`);
+      }
     }
-    try {
-      const conf = rec(parseYaml(stringMap(rec(r.value).data)['config.conf'] ?? '') as unknown);
-      const mode = str(conf.mode) ?? 'iptables'; // kube-proxy's default on Linux
-      const scheduler = mode === 'ipvs' ? (str(rec(conf.ipvs).scheduler) ?? 'rr') : undefined;
-      return { mode, scheduler, source };
-    } catch {
-      warnings.push(`${source} has no readable config.conf: kube-proxy mode unknown (set --proxy-mode)`);
-      return { mode: undefined, scheduler: undefined, source: 'unknown' };
+    const fromPods = await this.#kubeProxyFlags();
+    if (fromPods !== undefined) return fromPods;
+    const why = r.type === 'ok' ? 'no readable config.conf' : `HTTP ${r.statusCode}`;
+    warnings.push(
+      `cannot read ${source} (${why}) and no kube-proxy pod in kube-system says its mode: kube-proxy mode unknown (set --proxy-mode)`,
+    );
+    return { mode: undefined, scheduler: undefined, source: 'unknown' };
+  }
+
+  /**
+   * kube-proxy's mode from its pods' flags (`--proxy-mode`, `--ipvs-scheduler`), looking for the
+   * DaemonSet's pods (`k8s-app=kube-proxy`) and static pods (`component=kube-proxy`). A pod that
+   * takes `--config` and no `--proxy-mode` says nothing (its file is what the ConfigMap holds);
+   * one with neither runs the default, iptables.
+   */
+  async #kubeProxyFlags(): Promise<KubeProxyMode | undefined> {
+    for (const selector of ['k8s-app=kube-proxy', 'component=kube-proxy']) {
+      const r = await this.#get('/api/v1/namespaces/kube-system/pods', { labelSelector: selector });
+      if (r.type !== 'ok') return undefined;
+      for (const item of arr(rec(r.value).items)) {
+        const pod = rec(item);
+        const name = str(rec(pod.metadata).name) ?? '?';
+        for (const c of arr(rec(pod.spec).containers).map(rec)) {
+          const line = [...arr(c.command), ...arr(c.args)].filter((x) => typeof x === 'string').join(' ');
+          if (!/(^|[\s/])kube-proxy(\s|$)/.test(line) && !line.includes(' --proxy-mode')) continue;
+          const flag = (f: string): string | undefined => new RegExp(`--${f}[= ]([a-z]+)`).exec(line)?.[1];
+          const mode = flag('proxy-mode') ?? (line.includes('--config') ? undefined : 'iptables');
+          if (mode === undefined) continue;
+          const scheduler = mode === 'ipvs' ? (flag('ipvs-scheduler') ?? 'rr') : undefined;
+          return { mode, scheduler, source: `flags of Pod kube-system/${name}` };
+        }
+      }
     }
+    return undefined;
   }
 }

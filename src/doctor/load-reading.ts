@@ -23,7 +23,16 @@ export interface LoadReading {
   readonly earlier: ReadonlyMap<string, number> | undefined;
   /** Length of one measured window, ms. */
   readonly windowMs: number;
+  /**
+   * Whether the pods expose evenlb's server-side metrics (`evenlb_server_*`: the recycler of
+   * `evenlb/server`, or the fair-share sidecar's shedding); false: none of them does, so a
+   * server-side cure comes as the sidecar. Undefined when it could not be told.
+   */
+  readonly evenlbServer?: boolean | undefined;
 }
+
+/** The prefix of evenlb's server-side metrics (the recycler's and fair-share shedding's). */
+export const EVENLB_SERVER_METRIC_PREFIX = 'evenlb_server_';
 
 /**
  * Request counters tried by default: evenlb's own proxy, the common HTTP server libraries

@@ -11,7 +11,13 @@ import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { KubeConnection } from '../discovery/kubernetes/kube-connection.js';
 import { deadline } from './deadline.js';
 import type { ObservedPod } from './kube-reader.js';
-import { DEFAULT_CONNECTION_GAUGES, DEFAULT_REQUEST_COUNTERS, type LoadReading, type PodLoad } from './load-reading.js';
+import {
+  DEFAULT_CONNECTION_GAUGES,
+  DEFAULT_REQUEST_COUNTERS,
+  EVENLB_SERVER_METRIC_PREFIX,
+  type LoadReading,
+  type PodLoad,
+} from './load-reading.js';
 import { type PromSample, parsePromText, sumSamples } from './prom-text.js';
 
 export interface ScrapeSettings {
@@ -155,5 +161,6 @@ export async function scrapePods(
     pods: current,
     earlier,
     windowMs: s.scrapeIntervalMs,
+    evenlbServer: first.some((samples) => samples.some((x) => x.name.startsWith(EVENLB_SERVER_METRIC_PREFIX))),
   };
 }

@@ -8,7 +8,11 @@
  * The age for age recycling is chosen by simulation: the longest of a few candidate ages whose
  * predicted max/mean meets the target (fewest reconnects), else the shortest. Fair-share
  * recycling runs the simulator's model of the recycler's shedding (the same decision code),
- * with the default 10% tolerance.
+ * with the default 10% tolerance. When the pods show no evenlb server metrics (they are not
+ * Node servers running `evenlb/server`), the server-side cures come as the fair-share sidecar —
+ * `evenlb proxy --sidecar` in each pod, with its manifest — the same shedding outside the app.
+ * Besides the overall choice, the prescription names the best server-side cure: the one for
+ * callers nobody can change.
  */
 import {
   parseScenario,
@@ -27,6 +31,7 @@ export const CURE_IDS = [
   'proxy',
   'apiserver-round-trip',
   'fair-share-recycling',
+  'fair-share-sidecar',
   'age-recycling',
 ] as const;
 export type CureId = (typeof CURE_IDS)[number] | 'as-is';
@@ -58,6 +63,8 @@ export interface CureAdvice {
   readonly settings: string;
   readonly predicted: Prediction | null;
   readonly simulation: SimulationRef | null;
+  /** The manifest to start from, for a cure deployed beside the app (the sidecar). */
+  readonly manifest?: string;
 }
 
 export interface Prescription {
@@ -69,6 +76,8 @@ export interface Prescription {
   readonly cures: readonly CureAdvice[];
   /** The id of the recommended cure, or null when none is applicable. */
   readonly chosen: CureId | null;
+  /** The best cure that changes only the server side (for callers you cannot change), or null. */
+  readonly serverSide: CureId | null;
 }
 
 export interface PrescribeInput {
@@ -80,7 +89,22 @@ export interface PrescribeInput {
   readonly dataplane: string;
   readonly target: number;
   readonly seed: number;
+  /** Whether the pods expose evenlb server metrics; false: server-side cures come as the sidecar. */
+  readonly evenlbServer?: boolean | undefined;
+  /** The Service's port the cure is for (its name or number, and the pods' targetPort). */
+  readonly servicePort?: {
+    readonly name: string | undefined;
+    readonly port: number;
+    readonly targetPort: number | string | undefined;
+  };
 }
+
+/** The sidecar's manifests: the pod shapes, RBAC and NetworkPolicy; the webhook variant. */
+export const SIDECAR_MANIFEST = 'deploy/kubernetes/server-sidecar/';
+export const SIDECAR_WEBHOOK_MANIFEST = 'deploy/kubernetes/server-sidecar/webhook/';
+
+/** Server-side cures: nothing changes in the callers. */
+const SERVER_SIDE: readonly CureId[] = ['fair-share-recycling', 'fair-share-sidecar', 'age-recycling'];
 
 /** Candidate connection ages for age recycling, longest first (fewest reconnects first). */
 export const AGE_CANDIDATES_MS: readonly number[] = [300_000, 120_000, 60_000, 30_000, 10_000];
@@ -204,22 +228,53 @@ export function prescribe(input: PrescribeInput): Prescription | null {
       ),
     );
   }
-  cures.push(
-    run(
-      'fair-share-recycling',
-      'fair-share recycling (server side)',
-      `recycleConnections(server, { fairShare: { peers: 'k8s:///${svc}:<port>', tolerance: 0.1 } }) — close connections only while the pod is over the fleet mean by 10%`,
-      sim(input.dataplane, { server: { fairShare: { tolerance: 0.1 } } }),
-      recycleNote === undefined,
-      recycleNote,
-    ),
-  );
+  // The pods' own language decides how the server-side cures are deployed.
+  const sidecar = input.evenlbServer === false;
+  const port = input.servicePort;
+  const peers = `k8s:///${svc}:${port?.name ?? port?.port ?? '<port>'}`;
+  const listen = port?.targetPort === undefined ? (port?.port ?? '<targetPort>') : port.targetPort;
+  const sidecarFlags =
+    `evenlb proxy --sidecar --listen :${typeof listen === 'number' ? listen : `<port ${listen}>`} ` +
+    `--app ${webhook ? 'https' : 'http'}://127.0.0.1:<app port> --peers ${peers}` +
+    (webhook ? ' --tls-cert <the webhook’s tls.crt> --tls-key <tls.key> --app-ca <ca.crt>' : '');
+  const sidecarNote =
+    'the pods show no evenlb server metrics (not Node servers with evenlb/server): the same fair-share shedding runs in a sidecar in each pod — the app and its callers do not change; the Service’s targetPort moves to the sidecar';
+  const fairShareSim = sim(input.dataplane, { server: { fairShare: { tolerance: 0.1 } } });
+  if (sidecar) {
+    cures.push({
+      ...run(
+        'fair-share-sidecar',
+        'fair-share sidecar (server side, any language)',
+        `${sidecarFlags} — sheds a pod's client connections only while it is over the fleet mean by 10%`,
+        fairShareSim,
+        recycleNote === undefined,
+        recycleNote ?? sidecarNote,
+      ),
+      manifest: webhook ? SIDECAR_WEBHOOK_MANIFEST : SIDECAR_MANIFEST,
+    });
+  } else {
+    cures.push(
+      run(
+        'fair-share-recycling',
+        'fair-share recycling (server side)',
+        `recycleConnections(server, { fairShare: { peers: '${peers}', tolerance: 0.1 } }) — close connections only while the pod is over the fleet mean by 10%`,
+        fairShareSim,
+        recycleNote === undefined,
+        recycleNote ??
+          (input.evenlbServer === undefined
+            ? `for servers that are not Node: ${sidecarFlags} (${webhook ? SIDECAR_WEBHOOK_MANIFEST : SIDECAR_MANIFEST})`
+            : undefined),
+      ),
+    );
+  }
   let age: CureAdvice | undefined;
   for (const ageMs of AGE_CANDIDATES_MS) {
     const candidate = run(
       'age-recycling',
       'age recycling (server side)',
-      `recycleConnections(server, { maxConnectionAgeMs: ${ageMs} }) — close each connection after ${seconds(ageMs)} (±10%)`,
+      sidecar
+        ? `evenlb proxy --sidecar with maxConnectionAgeMs: ${ageMs} (its sidecar: file) — close each connection after ${seconds(ageMs)} (±10%)`
+        : `recycleConnections(server, { maxConnectionAgeMs: ${ageMs} }) — close each connection after ${seconds(ageMs)} (±10%)`,
       sim(input.dataplane, { server: { lifetime: { maxConnectionAgeMs: ageMs } } }),
       recycleNote === undefined,
       recycleNote,
@@ -239,7 +294,17 @@ export function prescribe(input: PrescribeInput): Prescription | null {
           `kube-proxy is simulated without topology-aware routing, so this figure does not show the zone skew${crossPercent(p) === undefined ? '' : ` (${crossPercent(p)}% of its requests cross zones)`}`
       : undefined,
   );
-  return { target: input.target, assumptions: shape.assumptions, asIs, cures, chosen: choose(cures, input.target) };
+  return {
+    target: input.target,
+    assumptions: shape.assumptions,
+    asIs,
+    cures,
+    chosen: choose(cures, input.target),
+    serverSide: choose(
+      cures.filter((c) => SERVER_SIDE.includes(c.id)),
+      input.target,
+    ),
+  };
 }
 
 /**

@@ -11,7 +11,13 @@ import { request } from 'undici';
 import type { Clock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { deadline } from './deadline.js';
-import { DEFAULT_CONNECTION_GAUGES, DEFAULT_REQUEST_COUNTERS, type LoadReading, type PodLoad } from './load-reading.js';
+import {
+  DEFAULT_CONNECTION_GAUGES,
+  DEFAULT_REQUEST_COUNTERS,
+  EVENLB_SERVER_METRIC_PREFIX,
+  type LoadReading,
+  type PodLoad,
+} from './load-reading.js';
 
 export interface PrometheusSettings {
   readonly url: string;
@@ -30,6 +36,8 @@ export interface PrometheusSettings {
 const RATE_TEMPLATE =
   'sum by ({{podLabel}}) (rate({{metric}}{namespace="{{namespace}}",{{podLabel}}=~"{{pods}}"}[{{window}}]))';
 const GAUGE_TEMPLATE = 'sum by ({{podLabel}}) ({{metric}}{namespace="{{namespace}}",{{podLabel}}=~"{{pods}}"})';
+/** Which pods expose any of evenlb's server-side metrics (the recycler's or the sidecar's). */
+const EVENLB_SERVER_TEMPLATE = `count by ({{podLabel}}) ({__name__=~"${EVENLB_SERVER_METRIC_PREFIX}.+",namespace="{{namespace}}",{{podLabel}}=~"{{pods}}"})`;
 
 const escapeRegex = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\\\$&');
 
@@ -163,6 +171,7 @@ export async function readPrometheus(
       break;
     }
   }
+  const evenlbServer = has(await instant(s, fill(EVENLB_SERVER_TEMPLATE, values), now));
   const out = new Map<string, PodLoad>();
   for (const p of pods) out.set(p, { requestsPerSecond: current.get(p) ?? 0, connections: connections.get(p) });
   return {
@@ -172,5 +181,6 @@ export async function readPrometheus(
     pods: out,
     earlier: has(earlier) ? new Map(pods.map((p) => [p, earlier.get(p) ?? 0])) : undefined,
     windowMs: s.windowMs,
+    evenlbServer,
   };
 }

@@ -33,9 +33,20 @@ export interface DoctorDeps {
 
 export interface DoctorReport {
   readonly schemaVersion: 1;
-  readonly service: { readonly namespace: string; readonly name: string };
+  readonly service: {
+    readonly namespace: string;
+    readonly name: string;
+    /** `spec.trafficDistribution`, or null when not set. */
+    readonly trafficDistribution: string | null;
+  };
   readonly readAt: string;
-  readonly load: { readonly source: string; readonly metric: string; readonly connectionsMetric: string | null };
+  readonly load: {
+    readonly source: string;
+    readonly metric: string;
+    readonly connectionsMetric: string | null;
+    /** Whether the pods expose evenlb server metrics (the recycler or the sidecar); null when not told. */
+    readonly evenlbServer: boolean | null;
+  };
   readonly kubeProxy: KubeProxyMode;
   readonly figures: {
     readonly readyPods: number;
@@ -121,6 +132,7 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
       webhooks: view.webhooks,
       kubeProxy: view.kubeProxy,
       sessionAffinity: view.sessionAffinity,
+      trafficDistribution: view.trafficDistribution,
       balancedBelow: options.balancedBelow,
     });
     const prescription = prescribe({
@@ -131,13 +143,24 @@ export async function runDoctor(options: DoctorOptions, deps: DoctorDeps): Promi
       dataplane: dataplaneFor(view, diagnosis),
       target: Math.min(options.failAbove ?? options.balancedBelow, options.balancedBelow),
       seed: options.seed,
+      evenlbServer: reading.evenlbServer,
+      servicePort: view.ports[0],
     });
     const m = figures.imbalance;
     return {
       schemaVersion: 1,
-      service: { namespace: options.namespace, name: options.name },
+      service: {
+        namespace: options.namespace,
+        name: options.name,
+        trafficDistribution: view.trafficDistribution ?? null,
+      },
       readAt: new Date(nowMs).toISOString(),
-      load: { source: reading.source, metric: reading.metric, connectionsMetric: reading.connectionsMetric ?? null },
+      load: {
+        source: reading.source,
+        metric: reading.metric,
+        connectionsMetric: reading.connectionsMetric ?? null,
+        evenlbServer: reading.evenlbServer ?? null,
+      },
       kubeProxy: view.kubeProxy,
       figures: {
         readyPods: m.count,

@@ -51,6 +51,8 @@ export const proxyMetricNames = Object.freeze({
   zoneRequestShare: 'evenlb_proxy_zone_request_share',
   downstreamRequests: 'evenlb_proxy_downstream_requests_total',
   downstreamConnections: 'evenlb_proxy_downstream_connections',
+  downstreamConnectionsOpened: 'evenlb_proxy_downstream_connections_opened_total',
+  downstreamClosed: 'evenlb_proxy_downstream_closed_total',
   rejected: 'evenlb_proxy_rejected_requests_total',
   configReloads: 'evenlb_proxy_config_reloads_total',
 });
@@ -105,8 +107,10 @@ export class ProxyMetrics {
   /** Answered requests per listener, indexed by status class (0 = aborted, 1..5 = 1xx..5xx). */
   readonly #answered = new Map<string, Float64Array>();
   readonly #rejected: Counter<'listener' | 'reason'>;
+  readonly #closedConnections: Counter<'listener' | 'reason'>;
   readonly #retries: Counter<'cluster' | 'reason'>;
   readonly #connections: Gauge<'listener'>;
+  readonly #connectionsOpened: Counter<'listener'>;
   readonly reloads: Counter<'result'>;
   #timer: TimerHandle | undefined;
   #statsCache: { readonly atMs: number; readonly stats: ProxyClusterStats[] } | undefined;
@@ -230,9 +234,21 @@ export class ProxyMetrics {
       labelNames: ['listener', 'reason'],
       registers: [r],
     });
+    this.#closedConnections = new Counter({
+      name: n.downstreamClosed,
+      help: 'Client connections the proxy closed itself, by reason: the deadline that expired (first-byte, tls-handshake, request-head, request-body, request, idle, h2-idle, h2-ping) or connection-limit (the oldest idle one, to make room at maxConnections).',
+      labelNames: ['listener', 'reason'],
+      registers: [r],
+    });
     this.#connections = new Gauge({
       name: n.downstreamConnections,
       help: 'Open client connections per listener.',
+      labelNames: ['listener'],
+      registers: [r],
+    });
+    this.#connectionsOpened = new Counter({
+      name: n.downstreamConnectionsOpened,
+      help: 'Client connections accepted per listener (with shedding on, its rate is the reconnect rate).',
       labelNames: ['listener'],
       registers: [r],
     });
@@ -249,6 +265,7 @@ export class ProxyMetrics {
   /** Creates a listener's series at zero, so dashboards see them before the first event. */
   initListener(listener: string): void {
     this.#connections.inc({ listener }, 0);
+    this.#connectionsOpened.inc({ listener }, 0);
     this.#rejected.inc({ listener, reason: 'bad-request' }, 0);
     if (!this.#answered.has(listener)) this.#answered.set(listener, new Float64Array(6));
   }
@@ -310,8 +327,14 @@ export class ProxyMetrics {
     this.#rejected.inc({ listener, reason });
   }
 
+  /** Counts a client connection the proxy closed itself (a deadline, or room made at `maxConnections`). */
+  closedBy(listener: string, reason: string): void {
+    this.#closedConnections.inc({ listener, reason });
+  }
+
   connectionOpened(listener: string): void {
     this.#connections.inc({ listener });
+    this.#connectionsOpened.inc({ listener });
   }
 
   connectionClosed(listener: string): void {

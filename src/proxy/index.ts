@@ -19,7 +19,7 @@ export {
   type ProxyMetricsOptions,
   proxyMetricNames,
 } from '../metrics/proxy-metrics.js';
-export type { SameNameClusterConfig } from './cluster-config-fields.js';
+export type { SameNameClusterConfig } from './config/cluster-config-fields.js';
 export type {
   AdminConfig,
   ClusterConfig,
@@ -32,6 +32,6 @@ export type {
   ListenerTlsConfig,
   ProxyConfig,
   RouteConfig,
-} from './config-schema.js';
-export { loadProxyConfigFile, parseProxyConfig } from './proxy-config.js';
+} from './config/config-schema.js';
+export { loadProxyConfigFile, parseProxyConfig } from './config/proxy-config.js';
 export { type ProxyOptions, ProxyServer } from './proxy-server.js';

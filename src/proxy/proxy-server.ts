@@ -25,14 +25,14 @@ import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { type ClusterView, ProxyMetrics } from '../metrics/proxy-metrics.js';
 import type { FairShareStats } from '../server/fair-share/fair-share-shedder.js';
-import { AdminServer } from './admin-server.js';
-import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config-schema.js';
-import { L7Listener, type L7State } from './l7-listener.js';
-import { parseAddress } from './listen-address.js';
-import { descriptorProblem, ListenerBinding, listenError } from './listener-binding.js';
-import { ProxyCluster } from './proxy-cluster.js';
-import { RouteTable } from './route-table.js';
-import { TcpListener } from './tcp-listener.js';
+import { AdminServer } from './admin/admin-server.js';
+import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config/config-schema.js';
+import { parseAddress } from './config/listen-address.js';
+import { L7Listener, type L7State } from './listener/l7-listener.js';
+import { descriptorProblem, ListenerBinding, listenError } from './listener/listener-binding.js';
+import { RouteTable } from './routing/route-table.js';
+import { TcpListener } from './tcp/tcp-listener.js';
+import { ProxyCluster } from './upstream/proxy-cluster.js';
 
 export interface ProxyOptions {
   readonly logger?: Logger;
@@ -40,6 +40,8 @@ export interface ProxyOptions {
   readonly clock?: Clock;
   /** Randomness for jitter and picking; default a `createRandom()` seeded once. Seed it in tests. */
   readonly random?: Random;
+  /** A further readiness condition for `/readyz` (a sidecar's app check): undefined when ready, else why not. */
+  readonly readiness?: { notReady(): string | undefined };
 }
 
 type Listener = L7Listener | TcpListener;
@@ -57,7 +59,7 @@ export class ProxyServer {
   #config: ProxyConfig;
   #clusters = new Map<string, ProxyCluster>();
   #listeners = new Map<string, Listener>();
-  /** The bound socket each listener serves, by listener name (see listener-binding.ts). */
+  /** The bound socket each listener serves, by listener name (see listener/listener-binding.ts). */
   #bindings = new Map<string, ListenerBinding>();
   #state: L7State;
   #admin: AdminServer | undefined;
@@ -65,6 +67,7 @@ export class ProxyServer {
   #metricsAdmin: AdminServer | undefined;
   readonly #clock: Clock;
   readonly #random: Random;
+  readonly #readiness: ProxyOptions['readiness'];
   readonly #shutdown = new Shutdown();
   /** Clusters and listeners a reload replaced, still finishing their in-flight work. */
   readonly #retiredClusters = new Set<ProxyCluster>();
@@ -77,6 +80,7 @@ export class ProxyServer {
     this.#config = config;
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? createRandom();
+    this.#readiness = options.readiness;
     this.logger = options.logger ?? pino({ level: config.logLevel }, destination(2));
     this.metrics = new ProxyMetrics(() => this.#views(), { windowMs: config.imbalanceWindowMs, clock: this.#clock });
     this.#state = { routes: new RouteTable([], () => undefined as unknown as ProxyCluster), accessLog: false };
@@ -171,6 +175,8 @@ export class ProxyServer {
       const problem = binding === undefined ? 'not bound' : binding.problem();
       if (problem !== undefined) return `listener ${l.name} (${l.address}): ${problem}`;
     }
+    const outside = this.#readiness?.notReady();
+    if (outside !== undefined) return outside;
     for (const c of this.#clusters.values()) {
       if (c.source.snapshot().status.state === 'pending') return `cluster ${c.name}: discovery pending`;
     }

@@ -3,7 +3,8 @@
  * a `SimReport`. Trial t uses the same seed for every dataplane, so the dataplanes are
  * compared on identical arrivals and service times; figures over trials are means (max/mean
  * per trial, then averaged — as the closed forms are stated), pod counts and time series are
- * sums. Imbalance figures come from the shared `imbalance()`.
+ * sums. Imbalance figures come from the shared `imbalance()` — of requests, and of
+ * utilization (a pod's busy worker-time over its workers × ready time in the window).
  */
 import { SeededRandom } from '../core/random.js';
 import { imbalance } from '../metrics/imbalance.js';
@@ -106,6 +107,9 @@ interface PodAccumulator {
   openConnections: number | null;
   zone: string | null;
   latency: LatencyHistogram;
+  /** Busy worker-ms and worker-ms of capacity (workers × ready time) in the window, summed over trials. */
+  busyMs: number;
+  capacityMs: number;
   /** Requests per bucket, summed over trials (grown as needed). */
   series: Float64Array;
 }
@@ -115,6 +119,8 @@ class Accumulator {
   readonly #pods = new Map<string, PodAccumulator>();
   readonly #latency = new LatencyHistogram();
   readonly #maxOverMean: number[] = [];
+  #utilizationMaxOverMean = 0;
+  #probes = 0;
   readonly #fairShare: (number | null)[] = [];
   #cov = 0;
   #jain = 0;
@@ -146,6 +152,10 @@ class Accumulator {
     const measured = o.pods.filter((p) => p.state === 'ready');
     const figures = imbalance(measured.map((p) => p.windowRequests));
     this.#maxOverMean.push(figures.maxOverMean);
+    this.#utilizationMaxOverMean += imbalance(
+      measured.filter((p) => p.windowReadyMs > 0).map((p) => p.windowBusyMs / (p.workers * p.windowReadyMs)),
+    ).maxOverMean;
+    this.#probes += o.windowProbesSent;
     this.#cov += figures.cov;
     this.#jain += figures.jain;
     this.#latency.merge(o.latency);
@@ -188,6 +198,8 @@ class Accumulator {
           openConnections: null,
           zone: pod.zone < 0 ? null : zoneName(pod.zone),
           latency: new LatencyHistogram(POD_HISTOGRAM_GROWTH),
+          busyMs: 0,
+          capacityMs: 0,
           series: new Float64Array(lastBucket),
         };
         this.#pods.set(pod.name, acc);
@@ -195,6 +207,8 @@ class Accumulator {
       acc.requests += pod.windowRequests;
       acc.openConnections = connectionLevel ? pod.openConnections : null;
       acc.latency.merge(pod.latency);
+      acc.busyMs += pod.windowBusyMs;
+      acc.capacityMs += pod.workers * pod.windowReadyMs;
       if (acc.series.length < lastBucket) {
         const grown = new Float64Array(lastBucket);
         grown.set(acc.series);
@@ -248,6 +262,7 @@ class Accumulator {
         zone: p.zone,
         latencyMs:
           p.latency.count === 0 ? null : { mean: round(p.latency.meanMs), p99: round(p.latency.quantile(0.99) ?? 0) },
+        utilization: p.capacityMs === 0 ? null : round(p.busyMs / p.capacityMs),
       }));
     const fair = this.#fairShare;
     const reached = fair.every((f) => f !== null) && fair.length > 0;
@@ -260,6 +275,7 @@ class Accumulator {
       cov: round(this.#cov / n),
       jain: round(this.#jain / n),
       maxOverMeanTrials: n > 1 ? spread(this.#maxOverMean) : null,
+      utilizationMaxOverMean: round(this.#utilizationMaxOverMean / n),
       newPods: this.#newPods,
       newPodsFairShareMs: reached ? round(average(fair as number[])) : null,
       latencyMs:
@@ -269,10 +285,12 @@ class Accumulator {
               mean: round(this.#latency.meanMs),
               p50: round(this.#latency.quantile(0.5) ?? 0),
               p99: round(this.#latency.quantile(0.99) ?? 0),
+              p999: round(this.#latency.quantile(0.999) ?? 0),
               max: round(this.#latency.maxMs),
             },
       requests: { sent: this.#sent, failed: this.#failed, window: this.#window, toRemovedPods: this.#toRemoved },
       connectionsOpened: this.#connections,
+      probes: { sent: this.#probes, perRequest: this.#window === 0 ? 0 : round(this.#probes / this.#window) },
       reconnectsPerMinute:
         this.#dataplane.granularity === 'request' || this.#windowMinutes === 0
           ? null

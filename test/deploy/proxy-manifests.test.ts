@@ -9,12 +9,16 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
+import { ValidatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { ConfigMap, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
+import { parseSidecarOptions } from '../../src/proxy/sidecar/sidecar-config.js';
 import { type Backend, fetchText, startBackend, startProxy } from '../proxy/helpers.js';
 
 const DEPLOY = join(import.meta.dirname, '..', '..', 'deploy');
@@ -48,6 +52,10 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   Service: Service as never,
   ConfigMap: ConfigMap as never,
   ServiceAccount: ServiceAccount as never,
+  Role: Role as never,
+  RoleBinding: RoleBinding as never,
+  NetworkPolicy: NetworkPolicy as never,
+  ValidatingWebhookConfiguration: ValidatingWebhookConfiguration as never,
 };
 
 describe('proxy Kubernetes manifests', () => {
@@ -103,12 +111,18 @@ describe('proxy Kubernetes manifests', () => {
     }
   });
 
-  it('ships proxy configurations that pass the proxy validation', () => {
+  it('ships proxy configurations that pass the proxy validation (sidecar files: the sidecar options)', () => {
     const maps = all.filter((m) => m.object.kind === 'ConfigMap');
-    expect(maps.length).toBeGreaterThanOrEqual(2);
+    expect(maps.length).toBeGreaterThanOrEqual(3);
     for (const m of maps) {
-      const text = (m.object as unknown as { data: Record<string, string> }).data['proxy.yaml'];
-      expect(text).toBeDefined();
+      const data = (m.object as unknown as { data: Record<string, string> }).data;
+      if (data['sidecar.yaml'] !== undefined) {
+        const doc = parseYaml(data['sidecar.yaml']) as { sidecar: unknown };
+        expect(() => parseSidecarOptions(doc.sidecar), m.file).not.toThrow();
+        continue;
+      }
+      const text = data['proxy.yaml'];
+      expect(text, m.file).toBeDefined();
       const config = parseProxyConfig(text as string);
       expect(config.listeners.length).toBeGreaterThan(0);
     }

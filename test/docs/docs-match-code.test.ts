@@ -102,11 +102,17 @@ describe('the simulator scenarios in the docs', () => {
   });
 });
 
+/** The pages that document a command's flags: its own, and for the proxy its sidecar mode's. */
+function flagDocs(command: CommandName): string[] {
+  return command === 'proxy' ? ['docs/proxy.md', 'docs/sidecar.md'] : [`docs/${command}.md`];
+}
+
 describe.each(COMMANDS)('evenlb %s flags in the docs', (command) => {
   const flags = flagsOf(command);
+  const pages = flagDocs(command);
 
-  test(`docs/${command}.md describes every flag`, () => {
-    const doc = read(`docs/${command}.md`);
+  test(`${pages.join(' + ')} describe every flag`, () => {
+    const doc = pages.map(read).join('\n');
     const missing = [...flags.keys()]
       .filter((f) => f.startsWith('--') && f !== '--help')
       .filter((f) => !new RegExp(`${f}(?![\\w-])`).test(doc));
@@ -125,8 +131,10 @@ describe.each(COMMANDS)('evenlb %s flags in the docs', (command) => {
         if (use.command === command) check(use.flag, `${path}: "${use.line.trim()}"`);
       }
     }
-    for (const [cell] of flagRows(read(`docs/${command}.md`))) {
-      for (const flag of flagsIn(cell)) check(flag, `the flag table of docs/${command}.md`);
+    for (const page of pages) {
+      for (const [cell] of flagRows(read(page))) {
+        for (const flag of flagsIn(cell)) check(flag, `the flag table of ${page}`);
+      }
     }
     for (const [, span] of readmeSection(command).matchAll(/`(--[^`]*)`/g)) {
       for (const flag of flagsIn(span!)) check(flag, `README.md: \`${span}\``);
@@ -138,7 +146,7 @@ describe.each(COMMANDS)('evenlb %s flags in the docs', (command) => {
 
   test('numeric defaults in its flag table are the real defaults', () => {
     const wrong: string[] = [];
-    for (const [cell, second] of flagRows(read(`docs/${command}.md`))) {
+    for (const [cell, second] of pages.flatMap((page) => flagRows(read(page)))) {
       if (!/^`?\d+`?$/.test(second)) continue;
       const option = flags.get(flagsIn(cell)[0]!);
       const documented = Number(second.replace(/`/g, ''));

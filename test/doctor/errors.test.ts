@@ -54,7 +54,7 @@ describe('evenlb doctor errors', () => {
     expect(r.diagnosis.cause).toBe('balanced');
     expect(r.warnings).toEqual([
       'cannot list validatingwebhookconfigurations (HTTP 403): webhook callers not checked',
-      'cannot read ConfigMap kube-system/kube-proxy (HTTP 403): kube-proxy mode unknown (set --proxy-mode)',
+      'cannot read ConfigMap kube-system/kube-proxy (HTTP 403) and no kube-proxy pod in kube-system says its mode: kube-proxy mode unknown (set --proxy-mode)',
     ]);
   });
 

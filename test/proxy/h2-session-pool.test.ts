@@ -11,8 +11,8 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint, type Endpoint } from '../../src/core/endpoint.js';
 import { SeededRandom } from '../../src/core/random.js';
-import { type H2SessionLease, H2SessionPool } from '../../src/pool/h2-session-pool.js';
 import { LifetimePolicy } from '../../src/pool/lifetime-policy.js';
+import { type H2SessionLease, H2SessionPool } from '../../src/proxy/h2/h2-session-pool.js';
 
 interface H2Backend {
   readonly name: string;

@@ -7,7 +7,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net, { type AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+import { normalizeProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 
 export interface Backend {

@@ -7,7 +7,7 @@
  */
 import { ChunkedScanner } from '../../src/proxy/http1/chunked-scanner.js';
 import { isHeadError, parseRequestHead } from '../../src/proxy/http1/message-head.js';
-import { splitRequestTarget } from '../../src/proxy/route-table.js';
+import { splitRequestTarget } from '../../src/proxy/routing/route-table.js';
 import type { Case } from './parser-differential-draft.js';
 
 const MAX_HEADER_BYTES = 16 * 1024;

@@ -12,10 +12,10 @@ import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { redactSecrets } from '../../src/proxy/admin-server.js';
-import type { ProxyConfig } from '../../src/proxy/config-schema.js';
-import { parseAddress } from '../../src/proxy/listen-address.js';
-import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+import { redactSecrets } from '../../src/proxy/admin/admin-server.js';
+import type { ProxyConfig } from '../../src/proxy/config/config-schema.js';
+import { parseAddress } from '../../src/proxy/config/listen-address.js';
+import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { type Backend, quietLogger, startBackend } from './helpers.js';
 

@@ -147,7 +147,7 @@ describe('access log', () => {
     const { Writable } = await import('node:stream');
     const { pino } = await import('pino');
     const { ProxyServer } = await import('../../src/proxy/proxy-server.js');
-    const { normalizeProxyConfig } = await import('../../src/proxy/proxy-config.js');
+    const { normalizeProxyConfig } = await import('../../src/proxy/config/proxy-config.js');
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, cb) {

@@ -20,7 +20,7 @@ import net, { type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+import { normalizeProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { nextLoopbackAddress } from '../support/loopback-pods.js';
 import { type Backend, startBackend, waitFor } from './helpers.js';

@@ -26,15 +26,15 @@ import {
   proxyClusterFields,
   proxyPathOf,
   withClusterDefaults,
-} from '../../src/proxy/cluster-config-fields.js';
+} from '../../src/proxy/config/cluster-config-fields.js';
 import {
   type ClusterConfig,
   type ClusterTlsConfig,
   proxyConfigSchema,
   proxyOnlyClusterProperties,
-} from '../../src/proxy/config-schema.js';
-import { ProxyCluster } from '../../src/proxy/proxy-cluster.js';
-import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+} from '../../src/proxy/config/config-schema.js';
+import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
+import { ProxyCluster } from '../../src/proxy/upstream/proxy-cluster.js';
 import { repoRoot } from '../support/run-cli.js';
 
 const clusterItem = proxyConfigSchema.properties.clusters.items as JsonSchema & {
@@ -127,6 +127,7 @@ const samples: Record<string, { file: string; option: unknown }> = {
   bodyTimeoutMs: { file: 'bodyTimeoutMs: 3456', option: 3456 },
   retryConnectFailures: { file: 'retries: { connectFailures: 4 }', option: 4 },
   retryIdempotent: { file: 'retries: { idempotent: 5 }', option: 5 },
+  retryOn: { file: 'retries: { on: [503] }', option: [503] },
   outlierDetection: {
     file: 'outlierDetection: { consecutiveFailures: 9 }',
     option: { consecutiveFailures: 9, baseEjectionMs: 30_000, maxEjectionMs: 300_000, maxEjectionPercent: 50 },
@@ -177,7 +178,8 @@ describe('a value set in the proxy file reaches the Cluster', () => {
       target: 'static:///127.0.0.1:1',
       policy: 'least-request',
       protocol: 'http1',
-      retries: { connectFailures: 2, idempotent: 1 },
+      retries: { connectFailures: 2, idempotent: 1, on: [502, 503, 504] },
+      retryBufferBytes: 65_536,
       connectTimeoutMs: 5_000,
       requestTimeoutMs: 300_000,
       bodyTimeoutMs: 300_000,

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+import { normalizeProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { testCertificates } from '../support/test-certificates.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'evenlb-constraints-'));

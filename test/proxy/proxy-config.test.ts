@@ -9,7 +9,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { buildCli } from '../support/run-cli.js';
 import { type Backend, startBackend, waitFor } from './helpers.js';
 
@@ -131,7 +131,7 @@ routes:
 `);
     expect(c.listeners[0]?.limits.maxHeaderBytes).toBe(16_384);
     expect(c.listeners[1]?.balance).toBe('maglev');
-    expect(c.clusters[0]?.retries).toEqual({ connectFailures: 2, idempotent: 1 });
+    expect(c.clusters[0]?.retries).toEqual({ connectFailures: 2, idempotent: 1, on: [502, 503, 504] });
     expect(c.clusters[1]?.protocol).toBe('h2');
     expect(c.routes[0]?.pathPrefix).toBe('/v1');
     expect(c.listeners[0]?.trustForwardedHeaders).toBe(false);

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Client } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../src/core/random.js';
-import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+import { normalizeProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { RandomFront } from '../server/support/random-front.js';
 import { freePort } from '../support/tracked-server.js';

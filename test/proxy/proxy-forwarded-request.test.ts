@@ -1,8 +1,8 @@
 /**
- * HTTP/2 clients of an HTTP/1.1 cluster, forwarded over the proxy's HTTP/1.1 sockets
- * (`ForwardedRequest`): request bodies framed by the declared length or chunked, a large chunked
- * response de-chunked intact, the response head deadline (`requestTimeoutMs`, 504) and the body
- * idle deadline (`bodyTimeoutMs`, the stream is reset).
+ * HTTP/2 clients of an HTTP/1.1 cluster, forwarded over the proxy's HTTP/1.1 sockets by the one
+ * HTTP/1.1 exchange (`Http1Exchange`): request bodies framed by the declared length or chunked,
+ * a large chunked response de-chunked intact, the response head deadline (`requestTimeoutMs`,
+ * 504) and the body idle deadline (`bodyTimeoutMs`, the stream is reset).
  */
 import { createHash } from 'node:crypto';
 import type http from 'node:http';

@@ -2,7 +2,9 @@
  * gRPC end to end through the proxy (h2c downstream, `h2` cluster upstream) with real
  * @grpc/grpc-js clients and servers: unary calls spread evenly over 3 servers although the
  * client holds one HTTP/2 connection; a bidirectional stream keeps working; a client cancel
- * reaches the server; `grpc-timeout` is propagated; a server error status arrives intact.
+ * reaches the server; `grpc-timeout` is propagated; a server error status arrives intact, and
+ * one sent trailers-only counts against its endpoint by the gRPC rule (INTERNAL does,
+ * FAILED_PRECONDITION does not).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -80,6 +82,10 @@ async function startServer(name: string, address: string): Promise<ServerHandle>
       );
       if (call.request.text === 'fail') {
         cb({ code: grpc.status.FAILED_PRECONDITION, details: 'asked to fail' });
+        return;
+      }
+      if (call.request.text === 'internal') {
+        cb({ code: grpc.status.INTERNAL, details: 'broken' });
         return;
       }
       cb(null, { text: `${name}:${call.request.text}` });
@@ -202,6 +208,23 @@ describe('gRPC through the proxy', () => {
       code: grpc.status.FAILED_PRECONDITION,
       details: 'asked to fail',
     });
+  });
+
+  it('counts a trailers-only error status (grpc-status in the response head) by the gRPC rule', async () => {
+    // grpc-js answers an error raised before any message as trailers-only: one HEADERS frame
+    // with END_STREAM carrying grpc-status, no trailers after it.
+    const stats = () => proxy.clusters.get('echo')?.stats();
+    // The client may see the status before the proxy ends the stream's attempt: wait for that.
+    const settled = () => waitFor(() => stats()?.inFlight === 0, 5000, 'the attempt ended');
+    await settled();
+    const before = stats()?.errors ?? 0;
+    await expect(unary('fail')).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION });
+    await settled();
+    // FAILED_PRECONDITION is the application's answer: not a failure of the endpoint.
+    expect(stats()?.errors).toBe(before);
+    await expect(unary('internal')).rejects.toMatchObject({ code: grpc.status.INTERNAL, details: 'broken' });
+    await settled();
+    expect(stats()?.errors).toBe(before + 1);
   });
 
   it('propagates a client cancel (RST_STREAM) to the server', async () => {

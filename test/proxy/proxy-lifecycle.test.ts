@@ -23,7 +23,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, test } from 'vitest';
-import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+import { normalizeProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { LiveResources } from '../support/live-resources.js';
 import { testCertificates } from '../support/test-certificates.js';
@@ -243,6 +243,35 @@ describe('ProxyServer close/destroy contract', () => {
     expect(await subject.call(portOf(proxy))).toBe('200');
     expect(await within(proxy.close(), SETTLE_MS * 5)).toBe('resolved');
     await nothingLeft();
+  });
+
+  // Regression: a drain closed idle keep-alive connections at once, so a client writing its next
+  // request at that moment (steady keep-alive traffic at a SIGTERM) got a reset. Now the next
+  // request on such a connection is answered, with `Connection: close`, and the connection ends.
+  test('close(): a keep-alive connection idle when the drain starts gets its next request answered with Connection: close', async () => {
+    const upstream = await startUpstream('http1', 'answer');
+    cleanup.push(() => upstream.close());
+    const proxy = await start(subjects[0] as Subject, upstream.port);
+    const socket = net.connect(portOf(proxy), '127.0.0.1');
+    socket.setEncoding('latin1');
+    let text = '';
+    socket.on('data', (c: string) => (text += c));
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    const request = 'GET / HTTP/1.1\r\nHost: app.test\r\n\r\n';
+    socket.write(request);
+    await waitFor(() => text.includes('ok\n'), 3_000, 'the first response');
+    expect(text).not.toMatch(/connection: close/i);
+    text = '';
+    const closing = proxy.close();
+    // The client's next request, 50 ms into the drain (the drain polls every 50 ms).
+    await new Promise((r) => setTimeout(r, 50));
+    socket.write(request);
+    await ended;
+    expect(text).toMatch(/^HTTP\/1\.1 200 /);
+    expect(text).toMatch(/\r\nconnection: close\r\n/i);
+    expect(text).toContain('ok\n');
+    expect(await within(closing, SETTLE_MS * 5)).toBe('resolved');
+    expect(upstream.received).toBe(2);
   });
 
   for (const subject of subjects) {

@@ -9,7 +9,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCodes } from '../../src/core/errors.js';
-import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+import { normalizeProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { type Backend, startBackend, startProxy, waitFor } from './helpers.js';
 

@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { EndpointSet } from '../../src/core/endpoint-set.js';
 import { StaticEndpointSource } from '../../src/discovery/static-endpoint-source.js';
-import { ProxyCluster } from '../../src/proxy/proxy-cluster.js';
-import { parseProxyConfig } from '../../src/proxy/proxy-config.js';
+import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
+import { ProxyCluster } from '../../src/proxy/upstream/proxy-cluster.js';
 
 const base = 'listeners: [{ address: "127.0.0.1:0" }]\nclusters:\n  - name: web\n    target: "static:///127.0.0.1:1"\n';
 

@@ -11,7 +11,7 @@ import net from 'node:net';
 import { afterEach, describe, expect, test } from 'vitest';
 import { ManualClock } from '../../src/core/clock.js';
 import { createRandom } from '../../src/core/random.js';
-import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+import { normalizeProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { quietLogger, startTcpEcho, waitFor } from './helpers.js';
 

@@ -1,8 +1,9 @@
 /**
  * L4 `tcp` listeners with real sockets: least-connections spreads long-lived connections
  * evenly (connection counts feed the policy as "in flight"), maglev keeps each client address
- * on one backend across reconnects, and `maxConnectionAgeMs` closes connections at their
- * jittered age so clients come back through the balancer.
+ * on one backend across reconnects, `maxConnectionAgeMs` closes connections at their
+ * jittered age so clients come back through the balancer, and at `maxConnections` a new
+ * connection is refused: a tcp connection is never closed to make room, quiet or not.
  */
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,6 +44,7 @@ beforeAll(async () => {
       { name: 'lc', address: '127.0.0.1:0', protocol: 'tcp', cluster: 'lc' },
       { name: 'hash', address: '127.0.0.1:0', protocol: 'tcp', cluster: 'hash', balance: 'maglev' },
       { name: 'aged', address: '127.0.0.1:0', protocol: 'tcp', cluster: 'aged', maxConnectionAgeMs: 300 },
+      { name: 'capped', address: '127.0.0.1:0', protocol: 'tcp', cluster: 'lc', limits: { maxConnections: 2 } },
     ],
     clusters: [
       { name: 'lc', target },
@@ -105,5 +107,24 @@ describe('tcp listeners', () => {
     );
     expect(closedAfter).toBeGreaterThanOrEqual(250);
     expect(closedAfter).toBeLessThan(2000);
+  });
+
+  it('at maxConnections refuses a new connection and never closes an open one to make room', async () => {
+    const port = proxy.listenerPort('capped') as number;
+    const open = [(await connect(port)).socket, (await connect(port)).socket];
+    // Both are quiet now (nothing in flight): still not closed for a third.
+    const third = await new Promise<string>((resolve) => {
+      const s = net.connect(port, '127.0.0.1');
+      s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? e.message));
+      s.once('connect', () => s.write('hi'));
+      s.once('data', () => resolve('served'));
+      s.once('close', () => resolve('closed'));
+    });
+    expect(third).toMatch(/^(closed|ECONNRESET|EPIPE)$/);
+    for (const s of open) {
+      s.write('again');
+      expect(String(await new Promise<Buffer>((r) => s.once('data', r)))).toMatch(/:again$/);
+    }
+    for (const s of open) s.destroy();
   });
 });

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normalizeProxyConfig } from '../../src/proxy/proxy-config.js';
+import { normalizeProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { type TestCertificates, testCertificates } from '../support/test-certificates.js';
 import { type Backend, startBackend, startProxy } from './helpers.js';

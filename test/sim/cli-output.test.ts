@@ -79,4 +79,21 @@ describe('evenlb sim output after overrides', () => {
     expect(withSeries.results[0]?.series?.pods).toHaveLength(1000);
     expect(withSeries.results[0]?.series?.pods[0]?.requests).toHaveLength(2);
   });
+
+  it('names kube-proxy modes as kube-proxy:<mode> too, and prints utilization, p99.9 and probes per request', async () => {
+    const args = ['--scenario', 'steady', '--duration', '5s'];
+    const aliased = await sim([...args, '--dataplanes', 'kube-proxy:iptables,evenlb:least-request', '--json']);
+    expect((JSON.parse(aliased) as SimReport).results.map((r) => r.dataplane)).toEqual([
+      'iptables',
+      'evenlb:least-request',
+    ]);
+    expect(aliased).toBe(await sim([...args, '--dataplanes', 'iptables,evenlb:least-request', '--json']));
+    const all = JSON.parse(await sim([...args, '--dataplanes', 'kube-proxy:*', '--json'])) as SimReport;
+    expect(all.results.map((r) => r.dataplane)).toEqual(['iptables', 'nftables', 'ipvs-rr', 'ipvs-lc', 'ipvs-sh']);
+    const table = await sim([...args, '--dataplanes', 'kube-proxy:ipvs-*']);
+    const header = table.split('\n').find((l) => l.startsWith('dataplane')) as string;
+    for (const col of ['util max/mean', 'p99 ms', 'p99.9 ms', 'probes/req']) expect(header).toContain(col);
+    expect(table.split('\n').filter((l) => l.startsWith('ipvs-')).length).toBe(3);
+    for (const row of table.split('\n').filter((l) => l.startsWith('ipvs-'))) expect(row).toContain(' 0.000 ');
+  });
 });

@@ -11,6 +11,9 @@
  * `prequal` balances latency, not request counts: among cold pods it takes the fastest, so on
  * equal pods its spread of requests is looser by design. Its bound is 1.10 (the spread the
  * simulator's utilization target allows), not 1.05.
+ *
+ * Scenarios of unequal pods (`heterogeneous`) are exempt from even requests too: there the
+ * right share follows each pod's capacity, not 1/K (heterogeneous.test.ts checks them).
  */
 import { describe, expect, it } from 'vitest';
 import { listDataplanes } from '../../src/sim/dataplane/registry.js';
@@ -20,6 +23,8 @@ import { runBuiltin } from './support.js';
 const evenlb = listDataplanes().filter((d) => d.name.startsWith('evenlb:'));
 /** Max/mean bound per dataplane; 1.05 unless listed. */
 const bound: Readonly<Record<string, number>> = { 'evenlb:prequal': 1.1 };
+/** Built-in scenarios whose pods differ in speed: even requests are not even load there. */
+const UNEQUAL_PODS = new Set(['heterogeneous']);
 
 describe('evenlb:<policy> dataplanes', () => {
   it('include every registered policy', () => {
@@ -28,7 +33,7 @@ describe('evenlb:<policy> dataplanes', () => {
     expect(names.length).toBeGreaterThanOrEqual(2);
   });
 
-  for (const scenario of builtinScenarios) {
+  for (const scenario of builtinScenarios.filter((b) => !UNEQUAL_PODS.has(b.name))) {
     it(`${scenario.name}: every load policy reaches max/mean ≤ 1.05 (prequal ≤ 1.10)`, () => {
       // random-connections sends one request per connection (placement is what it measures);
       // per-request balancing needs many requests per client to average out.

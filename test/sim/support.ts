@@ -1,5 +1,8 @@
 /** Helpers for the simulator tests: run a built-in scenario with knobs and pick results apart. */
+import type { DataplaneModel } from '../../src/sim/dataplane/dataplane.js';
+import { PerRequestRouter, type RequestPicker } from '../../src/sim/dataplane/per-request-router.js';
 import { resolveDataplanes } from '../../src/sim/dataplane/registry.js';
+import type { SimulationContext } from '../../src/sim/model/simulation-context.js';
 import type { SimDataplaneResult, SimReport } from '../../src/sim/report/sim-report.js';
 import { runScenario } from '../../src/sim/run-simulation.js';
 import { findBuiltinScenario, parseBuiltinScenario } from '../../src/sim/scenario/builtin-scenarios.js';
@@ -31,4 +34,19 @@ export function result(report: SimReport, dataplane: string): SimDataplaneResult
 /** Measured pods' load as a multiple of the mean, in creation order. */
 export function overMeans(r: SimDataplaneResult): number[] {
   return r.pods.filter((p) => p.measured).map((p) => p.overMean);
+}
+
+/** A test dataplane routing every request through `picker` (one per run), as the evenlb ones do. */
+export function requestDataplane(
+  name: string,
+  description: string,
+  picker: (ctx: SimulationContext) => RequestPicker,
+): DataplaneModel {
+  return {
+    name,
+    description,
+    granularity: 'request',
+    policyKind: undefined,
+    createRouter: (ctx) => new PerRequestRouter(ctx, picker(ctx)),
+  };
 }

@@ -1,40 +1,29 @@
 /**
- * One client connection on the proxy's HTTP/1.1 data path: the framing side. The proxy reads
- * the socket itself: each request head is parsed strictly (`parseRequestHead`), routed and
- * rewritten (`routeRequest`), and handed to the connection's `UpstreamExchange`, which takes an
- * attempt from the cluster, a socket from the proxy's one HTTP/1.1 pool and retries through the
- * cluster's one retry policy. Bodies are forwarded as the bytes arrive, in their original
- * framing (Content-Length or validated chunked), with backpressure both ways: a full socket
- * buffer pauses the other side. Requests are answered strictly in order; pipelined requests
- * wait in the buffer.
- *
- * Refused without forwarding a byte: malformed or smuggling-prone heads and chunked bodies
- * (400, connection closed), oversized heads (431), and what `routeRequest` refuses (CONNECT,
- * unknown hosts...). An upgrade request (WebSocket) goes to one picked endpoint; after its 101
- * the two sockets are spliced (`spliceUpgrade`). `Expect: 100-continue` is answered here. Requests
- * this path does not carry (HTTP/1.0, see `#begin`; `h2` clusters) hand the connection to the
- * listener's `node:http` server, bytes and all.
- *
- * Timeouts are checked by the listener's sweep (`check(nowMs)`), not by a timer per request:
- * head and whole-request deadlines (408), the keep-alive idle limit, the upstream's response
- * head (504) and body idle limits (the exchange's), and the downstream recycling age.
+ * One client connection on the proxy's HTTP/1.1 data path: the reading side. Each request head
+ * is parsed strictly (`parseRequestHead`), routed (`routeHttp1`, the one router) and handed to
+ * the connection's `Http1Exchange`, answered through its `RawDownstreamSink`; bodies are
+ * forwarded as they arrive, in their original framing, with backpressure both ways; pipelined
+ * requests wait in the buffer and are answered in order. Malformed or smuggling-prone heads and
+ * chunked bodies are refused (400/431, connection closed) without forwarding a byte; an upgrade
+ * (WebSocket) is spliced after its 101; `Expect: 100-continue` is answered here; HTTP/1.0 and
+ * requests for `h2` clusters hand the connection to node:http, bytes and all. Deadlines
+ * (`DownstreamDeadlines`) are checked by the listener's sweep, not a timer per request.
  */
 import type { Socket } from 'node:net';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
-import { rawReply } from '../local-reply.js';
-import { ChunkedScanner } from './chunked-scanner.js';
+import { LOCAL_REPLIES, type LocalReason, rawReply } from '../routing/local-reply.js';
+import { DownstreamDeadlines } from './downstream-deadlines.js';
 import type { Http1Context } from './http1-context.js';
-import { isHeadError, named, parseRequestHead, type RequestHead } from './message-head.js';
-import { routeRequest } from './request-route.js';
+import { isHeadError, parseRequestHead, type RequestHead } from './message-head.js';
+import { type RawConnectionOwner, RawDownstreamSink } from './raw-downstream-sink.js';
+import { RequestBodyReader } from './request-body-reader.js';
+import { RequestRecord } from './request-record.js';
+import { expectationMet, methodOfHead, routeHttp1 } from './request-route.js';
 import { spliceUpgrade } from './upgrade-tunnel.js';
-import { type ExchangeOwner, UpstreamExchange } from './upstream-exchange.js';
-
-export type { AccessEntry, Http1Context } from './http1-context.js';
+import { Http1Exchange } from './upstream-exchange.js';
 
 /** The interim answer to `Expect: 100-continue`. */
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
-/** A recycled connection past its age closes once it has been quiet this long. */
-const IDLE_CLOSE_DELAY_MS = 250;
 
 const S_HEAD = 0;
 const S_BODY = 1;
@@ -43,9 +32,10 @@ const S_CLOSED = 3;
 
 export class Http1Downstream {
   readonly socket: Socket;
-  readonly #ctx: Http1Context;
+  readonly #ctx: Http1Context<Http1Downstream>;
   readonly #client: { readonly address: string; readonly cert: string | undefined };
-  readonly #exchange: UpstreamExchange;
+  #released = false;
+  readonly #exchange: Http1Exchange;
   #state = S_HEAD;
   #buf: Buffer | undefined;
   #paused = false;
@@ -53,19 +43,13 @@ export class Http1Downstream {
   #events = 0;
   /** Request heads parsed on this connection. */
   #heads = 0;
-  /** What the sweep saw last, and since when. */
-  readonly #timing = { events: 0, quietSinceMs: 0, headSeq: 0, headSinceMs: 0, bodySeq: 0, bodySinceMs: 0 };
+  readonly #deadlines: DownstreamDeadlines;
   // ---- the current request ----
-  #method = '';
-  #path = '';
-  /** When the request began (clock ms), read only for the access log. */
-  #requestStartMs = 0;
-  #bodyRemaining = 0;
-  #scanner: ChunkedScanner | undefined;
+  readonly #record: RequestRecord;
+  readonly #bodyReader = new RequestBodyReader();
+  readonly #sink: RawDownstreamSink;
   #closeAfter = false;
   // ---- recycling (`listeners[].recycle`) ----
-  readonly #openedAtMs: number;
-  readonly #maxAgeMs: number | undefined;
   /** Requests forwarded on this connection. */
   #requests = 0;
   /** Set by `retire()`: every later response carries `Connection: close`. */
@@ -75,52 +59,19 @@ export class Http1Downstream {
   readonly #onClose = (): void => this.#closed();
   readonly #onError = (): void => {};
 
-  constructor(socket: Socket, ctx: Http1Context) {
+  constructor(socket: Socket, ctx: Http1Context<Http1Downstream>) {
     this.socket = socket;
     this.#ctx = ctx;
     this.#client = { address: socket.remoteAddress ?? '', cert: ctx.clientCert(socket) };
-    const now = ctx.clock.now();
-    this.#openedAtMs = now;
-    this.#timing.quietSinceMs = now;
-    this.#maxAgeMs = ctx.recycle?.drawMaxAgeMs();
-    this.#exchange = new UpstreamExchange(this.#owner());
+    this.#record = new RequestRecord(ctx, this.#client.address);
+    this.#deadlines = new DownstreamDeadlines(ctx.limits, ctx.clock.now(), ctx.recycle?.drawMaxAgeMs());
+    this.#sink = new RawDownstreamSink(socket, this.#owner());
+    this.#exchange = new Http1Exchange(this.#sink);
+    this.#sink.resumeUpstream = this.#exchange.resumeUpstream;
     socket.on('data', this.#onData);
     socket.on('end', this.#onEnd);
     socket.on('close', this.#onClose);
     socket.on('error', this.#onError);
-  }
-
-  /** What the exchange may do to this connection (private state stays private). */
-  #owner(): ExchangeOwner {
-    return {
-      socket: this.socket,
-      closed: () => this.#state === S_CLOSED,
-      bodyDone: () => this.#state !== S_BODY,
-      closeAfter: () => this.#closeAfter,
-      setCloseAfter: () => {
-        this.#closeAfter = true;
-      },
-      paused: () => this.#paused,
-      pauseClient: () => this.#pause(),
-      resumeClient: () => this.#resumeReading(),
-      answered: (status, reason) => this.#answered(status, reason),
-      failRequest: (status, reason) => this.#failRequest(status, reason),
-      next: () => this.#next(),
-      cut: (reason) => {
-        this.#answered(0, reason);
-        this.#destroy();
-      },
-      abortAll: () => this.#abortAll(),
-      upgraded: (conn, head, rest) => {
-        this.#answered(101, undefined);
-        this.#state = S_CLOSED;
-        this.#detach();
-        const early = this.#buf;
-        this.#buf = undefined;
-        spliceUpgrade(this.socket, conn.socket, head, this.#exchange.upgrade ?? '', rest, early);
-        if (this.#paused) this.socket.resume();
-      },
-    };
   }
 
   /** Starts reading, with bytes already read from the socket (the protocol sniff). */
@@ -143,14 +94,10 @@ export class Http1Downstream {
     return this.#state === S_BODY || this.#state === S_WAIT;
   }
 
-  /**
-   * Retires the connection at a response boundary, never while idle (the client may be writing
-   * its next request): the response in progress carries `Connection: close` if its head is not
-   * sent yet, else the next response does.
-   */
+  /** Retires the connection at a response boundary (`Connection: close` on the next head to go out), never while idle. */
   retire(): void {
     this.#retired = true;
-    if (this.busy && !this.#exchange.responded) this.#closeAfter = true;
+    if (this.busy && !this.#sink.responded) this.#closeAfter = true;
   }
 
   /** Closes now when idle, else after the current response. */
@@ -160,55 +107,42 @@ export class Http1Downstream {
     else this.#closeAfter = true;
   }
 
-  /**
-   * Timeouts and recycling age; called by the listener's sweep. The hot path keeps counters
-   * only (reads, requests); the sweep notes when each last changed, so deadlines are measured
-   * to within one sweep interval without reading the clock per request.
-   */
+  /** Deadlines and recycling age, on the listener's sweep (see `DownstreamDeadlines`). */
   check(nowMs: number): void {
-    const t = this.#timing;
-    if (t.events !== this.#events) {
-      t.events = this.#events;
-      t.quietSinceMs = nowMs;
-    }
-    const limits = this.#ctx.limits;
-    switch (this.#state) {
-      case S_HEAD:
-        if (this.#buf !== undefined) {
-          // A partial head of the next request: time it from when it was first seen.
-          if (t.headSeq !== this.#heads + 1) {
-            t.headSeq = this.#heads + 1;
-            t.headSinceMs = nowMs;
-          } else if (nowMs - t.headSinceMs >= limits.headersTimeoutMs) {
-            this.#reject(408, 'request-timeout', true);
-          }
-        } else if (nowMs - t.quietSinceMs >= limits.idleTimeoutMs) {
-          this.#end();
-        } else if (
-          this.#maxAgeMs !== undefined &&
-          nowMs - this.#openedAtMs >= this.#maxAgeMs &&
-          nowMs - t.quietSinceMs >= IDLE_CLOSE_DELAY_MS
-        ) {
-          this.#end();
-        }
+    const state = this.#state;
+    if (state === S_CLOSED) return;
+    const verdict = this.#deadlines.check(nowMs, {
+      phase: state === S_HEAD ? 'head' : state === S_BODY ? 'body' : 'wait',
+      partialHead: this.#buf !== undefined,
+      events: this.#events,
+      heads: this.#heads,
+      paused: this.#paused,
+    });
+    switch (verdict) {
+      case 'none':
+        if (state !== S_HEAD) this.#exchange.check(nowMs);
         return;
-      case S_BODY:
-      case S_WAIT:
-        if (this.#state === S_BODY && limits.requestTimeoutMs > 0) {
-          if (t.bodySeq !== this.#heads) {
-            t.bodySeq = this.#heads;
-            t.bodySinceMs = nowMs;
-          } else if (nowMs - t.bodySinceMs >= limits.requestTimeoutMs) {
-            if (this.#exchange.responded) this.#abortAll();
-            else this.#failRequest(408, 'request-timeout');
-            return;
-          }
-        }
-        this.#exchange.check(nowMs);
+      case 'request-head':
+        this.#ctx.deadline('request-head');
+        this.#reject('request-timeout', true, methodOfHead(this.#buf as Buffer));
+        return;
+      case 'idle':
+        this.#ctx.deadline('idle');
+        this.#end();
+        return;
+      case 'aged':
+        this.#end();
         return;
       default:
-        return;
+        this.#bodyTimedOut(verdict);
     }
+  }
+
+  #bodyTimedOut(reason: 'request' | 'request-body'): void {
+    this.#ctx.deadline(reason);
+    this.#exchange.abort(this.#sink.responded ? 'transport-error' : 'aborted');
+    if (!this.#sink.responded) this.#sink.reply('request-timeout');
+    else this.#sink.cut('timeout');
   }
 
   // ---- reading the client ----
@@ -240,7 +174,7 @@ export class Http1Downstream {
       const head = parseRequestHead(buf, 0, limits.maxHeaderBytes, limits.maxHeaderCount);
       if (head === undefined) return;
       if (isHeadError(head)) {
-        this.#reject(head.error, head.reason, true);
+        this.#reject(head.reason as LocalReason, true, methodOfHead(buf));
         return;
       }
       this.#heads++;
@@ -255,42 +189,37 @@ export class Http1Downstream {
     this.#buf = rest;
     if (head.minor === 0) {
       // HTTP/1.0 is node:http's: its response must be re-framed for the client (no chunked
-      // coding, close-delimited unless the length is known, keep-alive only when asked for),
-      // while this path forwards the upstream's framing as it is. The request still goes
-      // through the cluster's attempts and the one socket pool (`ProxyCluster.forward`).
+      // coding, close-delimited unless the length is known, keep-alive only when asked for).
+      // The request still goes through the one exchange and the one socket pool.
       this.#handoff(buf);
       return;
     }
     const hasBody = head.chunked || head.contentLength > 0;
-    if (head.expect && !this.#expectation(head, hasBody)) return;
-    this.#method = head.method;
+    this.#record.begin(head.method, head.target);
     this.#closeAfter = head.close || this.#retired;
-    this.#path = head.target;
-    const route = routeRequest(head, hasBody, ctx, this.#client);
+    if (head.expect && !expectationMet(head)) {
+      this.#reject('expectation-failed', hasBody, head.method);
+      return;
+    }
+    const route = routeHttp1(head, hasBody, ctx, this.#client);
     if (route.type === 'reject') {
-      this.#reject(route.status, route.reason, route.close);
+      this.#reject(route.reason, route.close, head.method);
       return;
     }
     if (route.type === 'handoff') {
       this.#handoff(buf);
       return;
     }
-    this.#requestStartMs = ctx.state().accessLog ? ctx.clock.now() : 0;
-    this.#path = route.path;
+    this.#record.forwarded(route.path);
     this.#requests++;
     if (ctx.recycle !== undefined && this.#recycleNow()) this.#closeAfter = true;
     const exchange = this.#exchange;
-    exchange.start(route, head.method, hasBody);
+    exchange.start(route);
     if (head.expect && hasBody) this.socket.write(CONTINUE, 'latin1');
+    this.#sink.reset();
     if (hasBody) {
       this.#state = S_BODY;
-      if (head.chunked) {
-        this.#scanner = new ChunkedScanner(ctx.limits.maxHeaderBytes);
-        this.#bodyRemaining = -1;
-      } else {
-        this.#scanner = undefined;
-        this.#bodyRemaining = head.contentLength;
-      }
+      this.#bodyReader.start(head.chunked, head.contentLength, ctx.limits.maxHeaderBytes);
       // Look at the body bytes already here before sending anything: a malformed chunked
       // body that came with its head is refused without the head reaching a backend.
       this.#buf = undefined;
@@ -302,46 +231,20 @@ export class Http1Downstream {
     exchange.send();
   }
 
-  /**
-   * `Expect` (RFC 9110 §10.1.1): `100-continue` is answered here — the client may send its body
-   * — once the request is routed (the upstream never sees the header); any other expectation
-   * gets 417. False when the request was refused.
-   */
-  #expectation(head: RequestHead, hasBody: boolean): boolean {
-    for (let i = 0; i < head.headers.length; i += 2) {
-      const name = head.headers[i] as string;
-      if (name.length !== 6 || !named(name, 'expect')) continue;
-      if ((head.headers[i + 1] as string).trim().toLowerCase() === '100-continue') continue;
-      this.#reject(417, 'expectation-failed', hasBody);
-      return false;
-    }
-    return true;
-  }
-
   /** Recycling: is the request just started the connection's last? */
   #recycleNow(): boolean {
     const policy = this.#ctx.recycle as LifetimePolicy;
-    if (policy.isLastRequest(this.#requests)) return true;
-    return this.#maxAgeMs !== undefined && this.#ctx.clock.now() - this.#openedAtMs >= this.#maxAgeMs;
+    return policy.isLastRequest(this.#requests) || this.#deadlines.aged(this.#ctx.clock.now());
   }
 
   #body(chunk: Buffer, from: number): void {
     const len = chunk.length;
-    let end: number;
-    let done: boolean;
-    const scanner = this.#scanner;
-    if (scanner === undefined) {
-      const n = Math.min(this.#bodyRemaining, len - from);
-      this.#bodyRemaining -= n;
-      end = from + n;
-      done = this.#bodyRemaining === 0;
-    } else {
-      end = scanner.scan(chunk, from, len);
-      if (end < 0) {
-        this.#malformedBody();
-        return;
-      }
-      done = scanner.done;
+    const { end, done } = this.#bodyReader.read(chunk, from);
+    if (end < 0) {
+      // Part of the body may have gone upstream: that request is lost, and so is the connection.
+      if (this.#exchange.active) this.#exchange.abort('aborted');
+      this.#reject('bad-request', true, this.#record.method);
+      return;
     }
     if (end > from) this.#exchange.forward(from === 0 && end === len ? chunk : chunk.subarray(from, end));
     if (!done) return;
@@ -353,6 +256,34 @@ export class Http1Downstream {
     }
   }
 
+  /** What the response side (`RawDownstreamSink`) may do to this connection (private state stays private). */
+  #owner(): RawConnectionOwner {
+    return {
+      closed: () => this.#state === S_CLOSED,
+      readingBody: () => this.#state === S_BODY,
+      method: () => this.#record.method,
+      closeAfter: () => this.#closeAfter,
+      setCloseAfter: () => {
+        this.#closeAfter = true;
+      },
+      pause: () => this.#pause(),
+      resume: () => this.#resume(),
+      paused: () => this.#paused,
+      answered: (status, reason) => this.#answered(status, reason),
+      next: () => this.#next(),
+      destroy: () => this.#destroy(),
+      upgraded: (conn, head, rest) => {
+        const requested = this.#exchange.upgrade ?? '';
+        this.#state = S_CLOSED;
+        this.#detach();
+        const early = this.#buf;
+        this.#buf = undefined;
+        spliceUpgrade(this.socket, conn.socket, head, requested, rest, early);
+        if (this.#paused) this.socket.resume();
+      },
+    };
+  }
+
   /** Stops reading the client; false when it was paused already. */
   #pause(): boolean {
     if (this.#paused) return false;
@@ -361,60 +292,33 @@ export class Http1Downstream {
     return true;
   }
 
-  #resumeReading(): void {
+  #resume(): void {
     if (!this.#paused || this.#state === S_CLOSED) return;
     this.#paused = false;
     this.socket.resume();
   }
 
-  #malformedBody(): void {
-    // Part of the body may have gone upstream: that request is lost, and so is the connection.
-    if (this.#exchange.active) this.#exchange.abort('aborted');
-    this.#reject(400, 'bad-request', true);
-  }
-
   // ---- ending requests and the connection ----
 
   #answered(status: number, reason: string | undefined): void {
-    const ctx = this.#ctx;
-    ctx.metrics.observeDownstream(ctx.listener, status);
-    if (ctx.state().accessLog) {
-      ctx.access({
-        client: this.#client.address,
-        method: this.#method,
-        path: this.#path,
-        status,
-        reason,
-        startMs: this.#requestStartMs,
-        cluster: this.#exchange.cluster?.name ?? '',
-      });
-    }
+    this.#record.answered(status, reason, this.#exchange.cluster?.name ?? '');
   }
 
-  /** A local reply for the current request (nothing of a response was written yet). */
-  #failRequest(status: number, reason: string): void {
-    const close = this.#closeAfter || this.#state === S_BODY;
-    this.#answered(status, reason);
-    this.socket.write(rawReply(status, reason, close), 'latin1');
-    if (close) this.#closeAfter = true;
-    this.#next();
-  }
-
-  /** Refuses the request before anything went upstream; `close` ends the connection after. */
-  #reject(status: number, reason: string, closeConnection: boolean): void {
+  /** Refuses the request before anything went upstream; `closeConnection` ends the connection after. */
+  #reject(reason: LocalReason, closeConnection: boolean, method: string): void {
     const close = closeConnection || this.#closeAfter;
     const ctx = this.#ctx;
     ctx.metrics.rejected(ctx.listener, reason);
-    ctx.metrics.observeDownstream(ctx.listener, status);
+    ctx.metrics.observeDownstream(ctx.listener, LOCAL_REPLIES[reason].status);
     if (close) {
       this.#buf = undefined;
       this.#state = S_CLOSED;
-      this.socket.end(rawReply(status, reason, true), 'latin1');
+      this.socket.end(rawReply(reason, method, true), 'latin1');
       this.socket.destroySoon();
       this.#release();
       return;
     }
-    this.socket.write(rawReply(status, reason, false), 'latin1');
+    this.socket.write(rawReply(reason, method, false), 'latin1');
     this.#state = S_HEAD;
   }
 
@@ -422,13 +326,13 @@ export class Http1Downstream {
   #next(): void {
     this.#events++;
     this.#exchange.reset();
-    this.#scanner = undefined;
+    this.#bodyReader.clear();
     if (this.#closeAfter || this.#state === S_BODY) {
       this.#end();
       return;
     }
     this.#state = S_HEAD;
-    if (this.#paused) this.#resumeReading();
+    if (this.#paused) this.#resume();
     if (this.#buf !== undefined) this.#parse();
   }
 
@@ -463,12 +367,6 @@ export class Http1Downstream {
     this.#release();
   }
 
-  #abortAll(): void {
-    this.#exchange.abort('transport-error');
-    this.#answered(0, 'timeout');
-    this.#destroy();
-  }
-
   #closed(): void {
     if (this.#exchange.active) {
       this.#exchange.abort('aborted');
@@ -477,8 +375,6 @@ export class Http1Downstream {
     this.#state = S_CLOSED;
     this.#release();
   }
-
-  #released = false;
 
   #release(): void {
     if (this.#released) return;

@@ -1,17 +1,19 @@
 /**
  * What a connection on the proxy's HTTP/1.1 data path needs from its listener (`Http1Context`),
- * and the access-log entry it hands back.
+ * and the deadlines it can be closed by.
  */
+
+export type { AccessEntry } from '../listener/l7-front.js';
+
 import type { Socket } from 'node:net';
 import type { Clock } from '../../core/clock.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
-import type { ListenerLimits } from '../config-schema.js';
-import type { L7State } from '../l7-listener.js';
-import type { Http1Downstream } from './downstream-connection.js';
+import type { ListenerLimits } from '../config/config-schema.js';
+import type { AccessEntry, L7State } from '../listener/l7-front.js';
 
-/** What a downstream connection needs from its listener. */
-export interface Http1Context {
+/** What a downstream connection (`Conn`, the data path's `Http1Downstream`) needs from its listener. */
+export interface Http1Context<Conn = unknown> {
   readonly listener: string;
   readonly proto: 'http' | 'https';
   readonly limits: ListenerLimits;
@@ -29,15 +31,19 @@ export interface Http1Context {
   /** Writes an access-log line (called only when the access log is on). */
   access(entry: AccessEntry): void;
   /** The connection is done with this data path (closed or handed off). */
-  released(conn: Http1Downstream): void;
+  released(conn: Conn): void;
+  /** Counts a connection the proxy closed itself, by the deadline that closed it. */
+  deadline(reason: DeadlineReason): void;
 }
 
-export interface AccessEntry {
-  readonly client: string | undefined;
-  readonly method: string;
-  readonly path: string;
-  readonly status: number;
-  readonly reason: string | undefined;
-  readonly startMs: number;
-  readonly cluster: string;
-}
+/** The deadlines a client connection can be closed by (the `reason` of `evenlb_proxy_downstream_closed_total`). */
+export type DeadlineReason =
+  | 'first-byte'
+  | 'tls-handshake'
+  | 'request-head'
+  | 'request-body'
+  | 'request'
+  | 'idle'
+  | 'h2-idle'
+  | 'h2-ping'
+  | 'connection-limit';

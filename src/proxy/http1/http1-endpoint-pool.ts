@@ -13,10 +13,17 @@ import type { Endpoint } from '../../core/endpoint.js';
 import { ErrorCodes } from '../../core/errors.js';
 import type { CloseReason, LifetimePolicy } from '../../pool/lifetime-policy.js';
 import { type ResponseSink, UpstreamConnection, upstreamError } from './upstream-connection.js';
-import type { Http1Upstream } from './upstream-pool.js';
 
 /** Default idle limit for upstream sockets when the lifetime policy sets none. */
 const DEFAULT_IDLE_MS = 4_000;
+
+/** What an endpoint pool reports to the transport that owns it (`Http1Upstream`). */
+export interface PoolOwner {
+  /** A socket to endpoint `key` opened or closed (the cluster counts it). */
+  noteConnection(key: string, change: 'opened' | 'closed', reason?: CloseReason): void;
+  /** The pool's sockets or waiters changed (it may be empty now, or draining). */
+  poolChanged(pool: Http1EndpointPool): void;
+}
 
 export interface Http1PoolSettings {
   readonly lifetime: LifetimePolicy;
@@ -59,7 +66,7 @@ export class Http1EndpointPool {
   readonly servername: string;
   /** Its key in the owner's map: the endpoint key, plus the server name for TLS. */
   readonly key: string;
-  readonly #owner: Http1Upstream;
+  readonly #owner: PoolOwner;
   readonly #s: Http1PoolSettings;
   /** Idle sockets, most recently used last. */
   readonly #idle: UpstreamConnection[] = [];
@@ -68,7 +75,7 @@ export class Http1EndpointPool {
   #opening = 0;
   draining = false;
 
-  constructor(owner: Http1Upstream, endpoint: Endpoint, settings: Http1PoolSettings, servername: string, key: string) {
+  constructor(owner: PoolOwner, endpoint: Endpoint, settings: Http1PoolSettings, servername: string, key: string) {
     this.#owner = owner;
     this.endpoint = endpoint;
     this.#s = settings;

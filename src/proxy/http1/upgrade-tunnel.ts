@@ -5,7 +5,7 @@
  * spliced — bytes both ways with backpressure (`pipe`), either side closing closes both.
  */
 import type { Socket } from 'node:net';
-import { downstreamRawHeaders, serializeHeaders } from '../hop-headers.js';
+import { downstreamRawHeaders, serializeHeaders } from '../routing/hop-headers.js';
 import { named, type ResponseHead } from './message-head.js';
 
 /**

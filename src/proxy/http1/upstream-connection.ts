@@ -7,10 +7,10 @@
  * that sent more than its response, or that failed, is never reused.
  */
 import type { Socket } from 'node:net';
+import type { Endpoint } from '../../core/endpoint.js';
 import { ErrorCodes } from '../../core/errors.js';
 import type { CloseReason, ConnectionLife } from '../../pool/lifetime-policy.js';
 import { ChunkedScanner } from './chunked-scanner.js';
-import type { Http1EndpointPool } from './http1-endpoint-pool.js';
 import { isHeadError, parseResponseHead, type ResponseHead } from './message-head.js';
 
 /** The side of an exchange that receives the response (the downstream connection). */
@@ -33,6 +33,17 @@ export interface ResponseSink {
   flush(): void;
 }
 
+/** What a connection needs from the endpoint pool that owns it (`Http1EndpointPool`). */
+export interface ConnectionHome {
+  readonly endpoint: Endpoint;
+  /** The lifetime policy's idle limit, when it sets one (a server's keep-alive hint then cannot lengthen it). */
+  readonly idleFromPolicy: number | undefined;
+  /** The response is complete: the socket goes back to the pool, or closes when not `reusable`. */
+  release(conn: UpstreamConnection, reusable: boolean): void;
+  /** The socket closed. */
+  forget(conn: UpstreamConnection, wasConnected: boolean): void;
+}
+
 /** Largest response head accepted from an upstream. */
 const MAX_RESPONSE_HEAD_BYTES = 64 * 1024;
 const MAX_RESPONSE_FIELDS = 256;
@@ -49,7 +60,7 @@ export function upstreamError(code: string, message: string): Error {
 /** One keep-alive socket to an endpoint. */
 export class UpstreamConnection implements ConnectionLife {
   readonly socket: Socket;
-  readonly pool: Http1EndpointPool;
+  readonly pool: ConnectionHome;
   openedAtMs: number;
   readonly maxAgeMs: number | undefined;
   requests = 0;
@@ -76,7 +87,7 @@ export class UpstreamConnection implements ConnectionLife {
   tunnel = false;
   readonly #onSocketData = (chunk: Buffer): void => this.#onData(chunk);
 
-  constructor(pool: Http1EndpointPool, socket: Socket, nowMs: number, maxAgeMs: number | undefined, idleMs: number) {
+  constructor(pool: ConnectionHome, socket: Socket, nowMs: number, maxAgeMs: number | undefined, idleMs: number) {
     this.pool = pool;
     this.socket = socket;
     this.openedAtMs = nowMs;

@@ -1,97 +1,92 @@
 /**
- * The upstream side of one request on the HTTP/1.1 data path (`UpstreamExchange`, one per
- * downstream connection, reused request after request): it takes an attempt from the cluster
- * (`Cluster.acquire`), a socket of the picked endpoint from the proxy's one HTTP/1.1 pool
- * (`Http1Upstream`), writes the request head and body bytes (held while the socket connects,
- * with backpressure both ways), and writes the response back to the client in framing of the
- * proxy's own choosing. A failure is handed to the attempt (`attempt.retry(failure, request)`):
- * the cluster's one retry policy says whether the request goes again and where, and counts it.
- * A response with a `retryOn` status is withheld only when the attempt says it would be retried.
+ * The one HTTP/1.1 upstream exchange: every request to an HTTP/1.1 cluster, whatever the client
+ * spoke (the raw HTTP/1.1 data path, HTTP/1.0 through node:http, HTTP/2 streams), goes through
+ * it. It takes an attempt from the cluster (`clusterInternals(cluster).acquire`), a socket of
+ * the picked endpoint from the proxy's one HTTP/1.1 pool (`Http1Upstream`), writes the request
+ * head and body bytes (held while the socket connects, with backpressure both ways), and hands
+ * the response to the downstream side through a small interface (`DownstreamSink`) — the only
+ * thing that differs between client protocols: how a head, body bytes, the end, a local reply or
+ * a cut are written.
  *
- * It also checks the upstream deadlines on the listener's sweep: the response head
- * (`requestTimeoutMs`, a 504 unless a retry answers) and the body's idle limit (`bodyTimeoutMs`).
+ * Retries go through the cluster's one retry policy (`attempt.retry(failure, request)`). A
+ * response with a `retryOn` status is withheld only while a retry will really be made
+ * (`attempt.wouldRetry`), and then buffered up to the cluster's `retryBufferBytes`: a larger
+ * body releases the response to the client as it is (and it is not retried). When the retry
+ * cannot be made after all (the retry target disappeared, the cluster closed), the withheld
+ * response is delivered as it was: status, headers, body and trailers.
+ *
+ * Deadlines are checked by a sweep (`check(nowMs)`, the listener's, never a timer per request):
+ * the response head within the cluster's `requestTimeoutMs` of each attempt (else 504
+ * `upstream-timeout` unless a retry answers), then a body read at least every `bodyTimeoutMs`
+ * (else the client's response is cut).
  */
-import type { Socket } from 'node:net';
 import type { Attempt, AttemptRequest } from '../../cluster/attempt.js';
 import { clusterInternals } from '../../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../../cluster/cluster-options.js';
 import { type AttemptFailure, classifyFailure, outcomeOf } from '../../cluster/retry-policy.js';
-import { EvenlbError } from '../../core/errors.js';
-import { downstreamRawHeaders, serializeHeaders } from '../hop-headers.js';
-import { statusForError } from '../local-reply.js';
-import type { ProxyCluster } from '../proxy-cluster.js';
+import { ErrorCodes, EvenlbError } from '../../core/errors.js';
+import { type LocalReason, reasonForError } from '../routing/local-reply.js';
+import type { ProxyCluster } from '../upstream/proxy-cluster.js';
+import { ChunkedDecoder } from './chunked-decoder.js';
+import type { DownstreamSink, ExchangeRequest, SweepMembership, Swept } from './exchange-sink.js';
 import type { ResponseHead } from './message-head.js';
-import type { ForwardRoute } from './request-route.js';
-import type { Http1Upstream, ResponseSink, UpstreamConnection } from './upstream-pool.js';
+import type { ResponseSink, UpstreamConnection } from './upstream-pool.js';
 
-/** What an exchange needs from its downstream connection. */
-export interface ExchangeOwner {
-  readonly socket: Socket;
-  /** The client connection is closed (or handed over). */
-  closed(): boolean;
-  /** The whole request body has been read from the client (or there was none). */
-  bodyDone(): boolean;
-  closeAfter(): boolean;
-  /** The client connection closes after this response. */
-  setCloseAfter(): void;
-  paused(): boolean;
-  /** Stops reading the client; false when it was already paused. */
-  pauseClient(): boolean;
-  resumeClient(): void;
-  /** Counts and logs the request's outcome. */
-  answered(status: number, reason: string | undefined): void;
-  /** A local reply (nothing of a response was written yet). */
-  failRequest(status: number, reason: string): void;
-  /** The response is complete: next request, or close. */
-  next(): void;
-  /** The client has part of a response that cannot be completed: cut the connection. */
-  cut(reason: string): void;
-  /** The upstream timed out sending the body: cut both. */
-  abortAll(): void;
-  /** The upstream switched protocols: tunnel from now on. */
-  upgraded(conn: UpstreamConnection, head: ResponseHead, rest: Buffer): void;
-}
+export type { DownstreamSink, ExchangeRequest, SweepMembership, Swept } from './exchange-sink.js';
 
 /** Request body bytes held while the upstream socket connects before the client is paused. */
 const MAX_PENDING_BODY_BYTES = 64 * 1024;
-/** Response bodies up to this size leave in the same write as their head. */
-const COALESCE_BYTES = 16 * 1024;
 
-export class UpstreamExchange implements ResponseSink {
-  readonly #owner: ExchangeOwner;
-  readonly #client: Socket;
-  /** The current request's cluster; undefined between requests. */
-  cluster: ProxyCluster | undefined;
-  #upstream: Http1Upstream | undefined;
-  #servername = '';
-  #method = '';
-  #hasBody = false;
-  /** The protocols the current request asks to switch to (WebSocket...); undefined for plain requests. */
-  upgrade: string | undefined;
-  #upHead = '';
+const NO_TRAILERS: readonly string[] = Object.freeze([]);
+
+/** A response withheld for a retry: its head and its raw body bytes so far. */
+interface Held {
+  readonly head: ResponseHead;
+  readonly parts: Buffer[];
+  bytes: number;
+}
+
+const TIMEOUT_HEAD = (): Error => new EvenlbError(ErrorCodes.TIMEOUT, 'upstream sent no response head in time');
+
+export class Http1Exchange implements ResponseSink, Swept {
+  readonly #sink: DownstreamSink;
+  readonly #sweep: SweepMembership | undefined;
+  #req: ExchangeRequest | undefined;
   #ticket: Attempt | undefined;
   #conn: UpstreamConnection | undefined;
   #status = 0;
   /** A response byte arrived for the current attempt. */
   responded = false;
-  /** A response head not written yet (see `onResponseHead`). */
-  #headOut: string | undefined;
-  #swallow = false;
+  /** Something of a response was handed to the sink. */
+  #delivered = false;
+  /** The response withheld for a retry: its head and raw body bytes (at most `retryBufferBytes`). */
+  #held: Held | undefined;
+  #decoder: ChunkedDecoder | undefined;
   #pendingBody: Buffer[] | undefined;
   #pendingBytes = 0;
   /** Upstream attempts (a retry is a new attempt) and upstream reads, for the sweep. */
   #attempts = 0;
   #upReads = 0;
   readonly #timing = { attempt: 0, attemptSinceMs: 0, upReads: 0, upQuietSinceMs: 0 };
-  readonly #resumeClient: () => void;
-  readonly #resumeUpstream = (): void => {
-    this.#conn?.socket.resume();
+  readonly #resumeBody = (): void => this.#sink.resumeBody();
+  readonly #toSink = (piece: Buffer): void => {
+    if (!this.#sink.body(piece)) this.#conn?.socket.pause();
   };
 
-  constructor(owner: ExchangeOwner) {
-    this.#owner = owner;
-    this.#client = owner.socket;
-    this.#resumeClient = () => owner.resumeClient();
+  /** `sweep`: the listener's deadline sweep, joined while a request is under way (omit when the owner checks). */
+  constructor(sink: DownstreamSink, sweep?: SweepMembership) {
+    this.#sink = sink;
+    this.#sweep = sweep;
+  }
+
+  /** The current request's cluster; undefined between requests. */
+  get cluster(): ProxyCluster | undefined {
+    return this.#req?.cluster;
+  }
+
+  /** The protocols the current request asks to switch to, if any. */
+  get upgrade(): string | undefined {
+    return this.#req?.upgrade;
   }
 
   /** An attempt or a socket is in use for the current request. */
@@ -99,41 +94,45 @@ export class UpstreamExchange implements ResponseSink {
     return this.#ticket !== undefined || this.#conn !== undefined;
   }
 
-  /** Prepares a request for `route`; body bytes may follow (`forward`) before `send()`. */
-  start(route: ForwardRoute, method: string, hasBody: boolean): void {
-    this.cluster = route.cluster;
-    this.#upstream = route.upstream;
-    this.#servername = route.servername;
-    this.upgrade = route.upgrade;
-    this.#upHead = route.upHead;
-    this.#method = method;
-    this.#hasBody = hasBody;
+  /** Resumes reading the upstream after the sink's buffer drained. */
+  readonly resumeUpstream = (): void => {
+    this.#conn?.socket.resume();
+  };
+
+  /** Prepares `req`; body bytes may follow (`forward`) before `send()`. */
+  start(req: ExchangeRequest): void {
+    this.#req = req;
     this.#status = 0;
     this.responded = false;
-    this.#swallow = false;
+    this.#delivered = false;
+    this.#held = undefined;
+    this.#decoder = undefined;
   }
 
   /** Sends the prepared request: the first attempt from the cluster. */
   send(): void {
-    this.#send(clusterInternals((this.cluster as ProxyCluster).cluster).acquire());
+    const req = this.#req as ExchangeRequest;
+    this.#sweep?.add(this);
+    this.#send(clusterInternals(req.cluster.cluster).acquire());
   }
 
   /** The request is over (answered or given up): forget it. */
   reset(): void {
-    this.cluster = undefined;
-    this.#upstream = undefined;
+    this.#sweep?.delete(this);
+    this.#req = undefined;
     this.#pendingBody = undefined;
     this.#pendingBytes = 0;
+    this.#held = undefined;
   }
 
   #send(attempt: Attempt | EvenlbError): void {
     if (attempt instanceof EvenlbError) {
-      const { status, reason } = statusForError(attempt);
-      this.#owner.failRequest(status, reason);
+      this.#finish(reasonForError(attempt));
       return;
     }
     this.#ticket = attempt;
-    const conn = (this.#upstream as Http1Upstream).connectionFor(attempt.endpoint, this.#servername).acquire(this);
+    const req = this.#req as ExchangeRequest;
+    const conn = req.upstream.connectionFor(attempt.endpoint, req.servername).acquire(this);
     if (conn !== undefined) this.#attach(conn);
   }
 
@@ -141,22 +140,23 @@ export class UpstreamExchange implements ResponseSink {
   #request(responded: boolean): AttemptRequest {
     // The body is streamed, not kept: only a bodiless request can be sent twice. (A connect
     // failure is retried anyway: nothing was written, the body is still held.)
-    return { method: this.#method, replayable: !this.#hasBody, responded };
+    const req = this.#req as ExchangeRequest;
+    return { method: req.method, replayable: !req.hasBody, responded };
   }
 
   // ---- the request ----
 
-  /** Request body bytes to the upstream, or held until its socket is connected. */
+  /** Request body bytes (in the framing of the request head) to the upstream, or held until its socket is connected. */
   forward(part: Buffer): void {
     const conn = this.#conn;
     if (conn === undefined || this.#pendingBody !== undefined) {
       if (this.#pendingBody === undefined) this.#pendingBody = [];
       this.#pendingBody.push(part);
       this.#pendingBytes += part.length;
-      if (this.#pendingBytes > MAX_PENDING_BODY_BYTES) this.#owner.pauseClient();
+      if (this.#pendingBytes > MAX_PENDING_BODY_BYTES) this.#sink.pauseBody();
       return;
     }
-    if (!conn.socket.write(part) && this.#owner.pauseClient()) conn.socket.once('drain', this.#resumeClient);
+    if (!conn.socket.write(part) && this.#sink.pauseBody()) conn.socket.once('drain', this.#resumeBody);
   }
 
   /** The client sent the whole body. */
@@ -165,7 +165,7 @@ export class UpstreamExchange implements ResponseSink {
   }
 
   onConnection(conn: UpstreamConnection | Error): void {
-    if (this.#owner.closed() || this.#ticket === undefined) {
+    if (this.#sink.closed() || this.#ticket === undefined) {
       if (!(conn instanceof Error)) conn.pool.release(conn, true);
       return;
     }
@@ -177,28 +177,30 @@ export class UpstreamExchange implements ResponseSink {
   }
 
   #attach(conn: UpstreamConnection): void {
+    const req = this.#req as ExchangeRequest;
     this.#conn = conn;
     this.#attempts++;
     const socket = conn.socket;
     const pending = this.#pendingBody;
+    const headOnly = req.method === 'HEAD';
     if (pending === undefined) {
-      conn.send(this, this.#upHead, this.#method === 'HEAD', this.upgrade !== undefined);
+      conn.send(this, req.upHead, headOnly, req.upgrade !== undefined);
     } else {
       socket.cork();
-      conn.send(this, this.#upHead, this.#method === 'HEAD', this.upgrade !== undefined);
+      conn.send(this, req.upHead, headOnly, req.upgrade !== undefined);
       this.#pendingBody = undefined;
       this.#pendingBytes = 0;
       let ok = true;
       for (const part of pending) ok = socket.write(part);
       socket.uncork();
       if (ok) {
-        if (this.#owner.paused()) this.#owner.resumeClient();
+        if (this.#sink.bodyPaused()) this.#sink.resumeBody();
       } else {
-        this.#owner.pauseClient();
-        socket.once('drain', this.#resumeClient);
+        this.#sink.pauseBody();
+        socket.once('drain', this.#resumeBody);
       }
     }
-    if (this.#owner.bodyDone()) conn.requestSent = true;
+    if (this.#sink.bodyDone()) conn.requestSent = true;
   }
 
   // ---- the response (ResponseSink) ----
@@ -209,88 +211,80 @@ export class UpstreamExchange implements ResponseSink {
     const status = head.status;
     this.#status = status;
     const ticket = this.#ticket;
-    if (status >= 500 && ticket !== undefined && ticket.wouldRetry({ type: 'status', status }, this.#request(false))) {
-      this.#swallow = true;
+    if (
+      status >= 500 &&
+      ticket !== undefined &&
+      (this.#req as ExchangeRequest).cluster.config.retryBufferBytes > 0 &&
+      ticket.wouldRetry({ type: 'status', status }, this.#request(false))
+    ) {
+      this.#held = { head, parts: [], bytes: 0 };
       return;
     }
-    const owner = this.#owner;
-    // The framing the client sees is written here from what the parser decided, never copied:
-    // one Content-Length, or chunked, or no length and the connection closes after the body.
-    let extra = '';
-    if (status === 204 || status < 200) {
-      // no body and no framing header
-    } else if (head.chunked) {
-      extra = `transfer-encoding: ${head.transferEncoding}\r\n`;
-    } else if (head.transferEncoding === undefined && head.contentLength >= 0) {
-      extra = `content-length: ${head.contentLength}\r\n`;
-    } else if (!(this.#method === 'HEAD' || status === 304)) {
-      // Ends when the upstream closes: so must the client connection.
-      owner.setCloseAfter();
-    }
-    // A response before the whole request arrived: the rest of the request cannot be read.
-    if (!owner.bodyDone()) owner.setCloseAfter();
-    if (owner.closeAfter()) extra += 'connection: close\r\n';
-    const list = downstreamRawHeaders(head.headers, '1.1');
-    // Held until the first body bytes (or the end): a small response leaves in one write.
-    this.#headOut = `HTTP/1.1 ${status} ${head.statusText}\r\n${serializeHeaders(list)}${extra}\r\n`;
+    this.#deliverHead(head);
+  }
+
+  #deliverHead(head: ResponseHead): void {
+    this.#delivered = true;
+    const req = this.#req as ExchangeRequest;
+    this.#decoder = this.#sink.decoded && head.chunked && req.method !== 'HEAD' ? new ChunkedDecoder() : undefined;
+    this.#sink.head(head);
   }
 
   onUpgrade(conn: UpstreamConnection, head: ResponseHead, rest: Buffer): void {
     this.#conn = undefined;
     this.responded = true;
     this.#status = 101;
+    const upgraded = this.#sink.upgraded;
+    if (upgraded === undefined) {
+      // Never asked for: the connection is of no use.
+      conn.socket.destroy();
+      this.#upstreamFailed(new EvenlbError(ErrorCodes.UPSTREAM_PROTOCOL, 'upstream switched protocols unasked'), true);
+      return;
+    }
     this.#endTicket('success');
-    this.#owner.upgraded(conn, head, rest);
+    this.#sweep?.delete(this);
+    upgraded.call(this.#sink, conn, head, rest);
   }
 
   onResponseBody(chunk: Buffer): void {
-    if (this.#swallow) return;
     this.#upReads++;
-    const client = this.#client;
-    let ok: boolean;
-    const head = this.#headOut;
-    if (head === undefined) ok = client.write(chunk);
-    else {
-      this.#headOut = undefined;
-      if (chunk.length <= COALESCE_BYTES) {
-        const out = Buffer.allocUnsafe(head.length + chunk.length);
-        out.write(head, 0, 'latin1');
-        chunk.copy(out, head.length);
-        ok = client.write(out);
-      } else {
-        client.write(head, 'latin1');
-        ok = client.write(chunk);
-      }
+    const held = this.#held;
+    if (held !== undefined) {
+      held.parts.push(chunk);
+      held.bytes += chunk.length;
+      if (held.bytes > (this.#req as ExchangeRequest).cluster.config.retryBufferBytes) this.#release();
+      return;
     }
-    if (!ok) {
-      const conn = this.#conn;
-      if (conn !== undefined) {
-        conn.socket.pause();
-        client.once('drain', this.#resumeUpstream);
-      }
-    }
+    const decoder = this.#decoder;
+    if (decoder === undefined) this.#toSink(chunk);
+    else decoder.decode(chunk, this.#toSink);
+  }
+
+  /** A withheld response goes to the client after all (too big to buffer, or no retry left). */
+  #release(): void {
+    const held = this.#held as Held;
+    this.#held = undefined;
+    this.#deliverHead(held.head);
+    for (const part of held.parts) this.onResponseBody(part);
   }
 
   flush(): void {
-    const head = this.#headOut;
-    if (head !== undefined) {
-      this.#headOut = undefined;
-      this.#client.write(head, 'latin1');
-    }
+    if (this.#held === undefined) this.#sink.flush();
   }
 
   onResponseEnd(): void {
     this.#conn = undefined;
-    if (this.#swallow) {
-      this.#swallow = false;
-      // Withheld because the policy would retry it; if it no longer can, nothing of the answer is left to show.
-      if (!this.#retry({ type: 'status', status: this.#status }, false)) this.#owner.failRequest(502, 'upstream-error');
-      return;
+    if (this.#held !== undefined) {
+      // Withheld because the policy would retry it; when it no longer can, the response as it was.
+      if (this.#retry({ type: 'status', status: this.#status }, false)) return;
+      this.#release();
     }
     const status = this.#status;
     this.#endTicket(status >= 500 ? 'http-error' : 'success');
-    this.#owner.answered(status, undefined);
-    this.#owner.next();
+    this.#sweep?.delete(this);
+    if (this.#sink.closed()) return;
+    this.#sink.flush();
+    this.#sink.end(status, this.#decoder?.trailers ?? NO_TRAILERS);
   }
 
   onUpstreamError(err: Error, responded: boolean): void {
@@ -301,42 +295,47 @@ export class UpstreamExchange implements ResponseSink {
     const conn = this.#conn;
     this.#conn = undefined;
     if (conn !== undefined && !conn.closed) conn.abort('error');
-    // A response head still held (no body byte was forwarded) was never sent: the client gets
-    // a 502 instead of a cut connection.
-    const held = this.#headOut !== undefined;
-    this.#headOut = undefined;
     const failure: AttemptFailure = connectFailure
       ? { type: 'connect-failure' }
       : classifyFailure(err, true, conn?.reused === true);
-    if (this.#owner.closed()) {
+    if (this.#sink.closed()) {
       this.#endTicket(outcomeOf(failure));
+      this.#sweep?.delete(this);
       return;
     }
-    if (this.responded && !this.#swallow && !held) {
+    if (this.#delivered && this.#sink.started()) {
       // The client has part of a response: all that can be done is to cut it.
       this.#endTicket(outcomeOf(failure));
-      this.#owner.cut('upstream-error');
+      this.#sweep?.delete(this);
+      this.#sink.cut('upstream-cut');
       return;
     }
-    if (this.#retry(failure, responded && !this.#swallow)) return;
-    const { status, reason } = statusForError(err);
-    this.#owner.failRequest(status, reason);
+    // A withheld response was never shown: the client has seen nothing.
+    const shown = (responded && this.#held === undefined) || this.#delivered;
+    this.#held = undefined;
+    if (this.#retry(failure, shown)) return;
+    this.#finish(reasonForError(err));
+  }
+
+  /** The request ends with a local reply (nothing of a response was written). */
+  #finish(reason: LocalReason): void {
+    this.#sweep?.delete(this);
+    if (!this.#sink.closed()) this.#sink.reply(reason);
   }
 
   /**
    * Ends the current attempt as failed by `failure` and sends the request again when the
    * cluster's one retry policy hands out another attempt (counted once, by the cluster). False
-   * when it does not (the attempt is ended either way); a local reply has been sent when the
-   * cluster named why (`EVENLB_NO_ENDPOINTS`...).
+   * when it does not (the attempt is ended either way).
    */
   #retry(failure: AttemptFailure, responded: boolean): boolean {
     const ticket = this.#ticket;
     this.#ticket = undefined;
     if (ticket === undefined) return false;
     const next = ticket.retry(failure, this.#request(responded));
-    if (next === undefined) return false;
+    if (next === undefined || next instanceof EvenlbError) return false;
     this.responded = false;
-    this.#swallow = false;
+    this.#held = undefined;
     this.#status = 0;
     this.#send(next);
     return true;
@@ -353,19 +352,21 @@ export class UpstreamExchange implements ResponseSink {
   abort(outcome: 'aborted' | 'transport-error'): void {
     const conn = this.#conn;
     this.#conn = undefined;
+    const req = this.#req;
     if (conn !== undefined) conn.abort('error');
-    else if (this.#ticket !== undefined && this.#upstream !== undefined) {
-      this.#upstream.connectionFor(this.#ticket.endpoint, this.#servername).cancel(this);
+    else if (this.#ticket !== undefined && req !== undefined) {
+      req.upstream.connectionFor(this.#ticket.endpoint, req.servername).cancel(this);
     }
     this.#endTicket(outcome);
+    this.#sweep?.delete(this);
   }
 
   /**
-   * The upstream deadlines, on the listener's sweep: the hot path only counts attempts and
-   * reads; the sweep notes when each last changed.
+   * The upstream deadlines, on a sweep: the hot path only counts attempts and reads; the sweep
+   * notes when each last changed, so deadlines hold to within one sweep interval.
    */
   check(nowMs: number): void {
-    const cfg = this.cluster?.config;
+    const cfg = this.#req?.cluster.config;
     if (cfg === undefined || this.#conn === undefined) return;
     const t = this.#timing;
     if (t.attempt !== this.#attempts) {
@@ -378,10 +379,16 @@ export class UpstreamExchange implements ResponseSink {
     }
     if (!this.responded) {
       if (cfg.requestTimeoutMs > 0 && nowMs - t.attemptSinceMs >= cfg.requestTimeoutMs) {
-        this.#upstreamFailed(new EvenlbError('EVENLB_TIMEOUT', 'upstream sent no response head in time'), false);
+        this.#upstreamFailed(TIMEOUT_HEAD(), false);
       }
     } else if (cfg.bodyTimeoutMs > 0 && nowMs - t.upQuietSinceMs >= cfg.bodyTimeoutMs) {
-      this.#owner.abortAll();
+      if (this.#held !== undefined) {
+        // Nothing of the withheld response was shown: a timeout like any other.
+        this.#upstreamFailed(TIMEOUT_HEAD(), true);
+        return;
+      }
+      this.abort('transport-error');
+      this.#sink.cut('timeout');
     }
   }
 }

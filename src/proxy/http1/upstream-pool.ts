@@ -24,7 +24,7 @@ const SWEEP_MS = 1_000;
 /**
  * All HTTP/1.1 upstream sockets of one proxy cluster — its one HTTP/1.1 transport: one
  * `Http1EndpointPool` per endpoint (per verified server name with TLS), one
- * `connectionsPerEndpoint` cap. The cluster picks and accounts (`Cluster.acquire`); this only
+ * `connectionsPerEndpoint` cap. The cluster picks and accounts (its attempts); this only
  * holds sockets, and drains an endpoint's pools when it leaves the eligible set.
  */
 export class Http1Upstream implements EndpointTransport<Http1EndpointPool, [servername?: string]> {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SeededRandom } from '../../core/random.js';
 import { LatencyHistogram } from './latency-histogram.js';
 
 describe('LatencyHistogram', () => {
@@ -24,5 +25,20 @@ describe('LatencyHistogram', () => {
     expect(a.count).toBe(2);
     expect(a.quantile(0.5)).toBeLessThan(0.01);
     expect(a.quantile(1)).toBeLessThanOrEqual(5e12);
+  });
+
+  it('p99 and p99.9 of exponential latencies: mean × ln 100 and mean × ln 1000, within 2%', () => {
+    const h = new LatencyHistogram();
+    const r = new SeededRandom(11);
+    const meanMs = 8;
+    for (let i = 0; i < 1_000_000; i++) h.record(-meanMs * Math.log(1 - r.next()));
+    for (const [q, expected] of [
+      [0.99, meanMs * Math.log(100)],
+      [0.999, meanMs * Math.log(1000)],
+    ] as const) {
+      const ratio = (h.quantile(q) as number) / expected;
+      expect(ratio, `q ${q}`).toBeGreaterThan(0.98);
+      expect(ratio, `q ${q}`).toBeLessThan(1.02);
+    }
   });
 });

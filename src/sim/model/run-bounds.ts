@@ -2,7 +2,7 @@
  * Bounds on a scenario's simulated time: a generous cap past which a run is a scenario that
  * cannot settle (an error, not a hang), and a rough end for progress bars.
  */
-import type { Scenario } from '../scenario/scenario-spec.js';
+import { isDeploymentChange, type Scenario } from '../scenario/scenario-spec.js';
 
 /** A generous bound on simulated time: a run past it is a scenario that cannot settle. */
 export function timeCapMs(s: Scenario): number {
@@ -11,7 +11,7 @@ export function timeCapMs(s: Scenario): number {
   let maxPods = s.pods.count;
   for (const e of events) if (e.type === 'scale') maxPods = Math.max(maxPods, e.pods);
   const perStep = s.pods.readyDelayMs + s.server.terminationDrainMs + 1000;
-  const changes = events.filter((e) => e.type !== 'burst').length;
+  const changes = events.filter(isDeploymentChange).length;
   const settle = lastAt + (changes * (2 * maxPods + 4) + 4) * perStep;
   const from = typeof s.measure.from === 'number' ? s.measure.from : settle;
   if (s.measure.windowMs !== undefined) return Math.max(from, settle) + s.measure.windowMs + 1;
@@ -21,7 +21,7 @@ export function timeCapMs(s: Scenario): number {
 /** A rough end of simulated time, for progress bars only. */
 export function estimateEndMs(s: Scenario): number {
   const events = s.events ?? [];
-  const lastChange = events.reduce((m, e) => (e.type === 'burst' ? m : Math.max(m, e.atMs)), 0);
+  const lastChange = events.reduce((m, e) => (isDeploymentChange(e) ? Math.max(m, e.atMs) : m), 0);
   let settle = lastChange;
   for (const e of events) {
     if (e.type === 'rolling-update') settle += s.pods.count * (s.pods.readyDelayMs + s.server.terminationDrainMs);

@@ -2,12 +2,22 @@
  * A simulated pod: an endpoint of the Service with Kubernetes' lifecycle (starting → ready →
  * terminating → gone), a number of workers serving requests concurrently at the pod's
  * speed, and a FIFO queue for the rest — so an overloaded pod shows up as queueing latency,
- * not only as a larger share. It keeps its own counters: requests in the measured window,
- * open connections, and — counted by the simulation in contiguous stores on the hot path and
- * copied here when the run ends — its requests per time bucket and its latency histogram.
+ * not only as a larger share. Its speed is its capacity factor (0.5: half the rate of a pod of
+ * speed 1); a noisy-neighbour episode divides it by a slowdown factor for a while, and a
+ * GC-like pause stops it altogether. It keeps its own counters: requests in the measured
+ * window, open connections, busy time (in the simulation's `PodLoads`), and — counted by the simulation in
+ * contiguous stores on the hot path and copied here when the run ends — its requests per time
+ * bucket and its latency histogram.
+ *
+ * What a server could tell of itself is readable at any time, cheaply and without side effects
+ * on the run — the one place dataplanes that model load reports and probes read it: `inFlight`,
+ * `recentUtilization(nowMs)`, `recentRequestsPerSecond(nowMs)`, `recentLatencyMs` and
+ * `latencyEstimateMs` (the latency a request arriving now may expect, as a Prequal server
+ * answers a probe).
  */
 import { createEndpoint, type Endpoint } from '../../core/endpoint.js';
 import type { LatencyHistogram } from '../metrics/latency-histogram.js';
+import { PodLoads } from './pod-loads.js';
 
 /** Bucket growth of per-pod latency histograms. */
 export const POD_HISTOGRAM_GROWTH = 1.1;
@@ -28,6 +38,11 @@ export interface SimPodInit {
   /** Zone index, -1 = none (see zones.ts); named on the endpoint as `zone-a`, ... */
   readonly zone?: number;
   readonly zoneName?: string;
+  /**
+   * The simulation's store of pod load figures (busy time in its measured window, recent
+   * figures); default: one of the pod's own, over a window never opened, "recent" = 1 s.
+   */
+  readonly loads?: PodLoads;
 }
 
 /** Dotted-quad text of an IPv4 address held as an unsigned 32-bit integer. */
@@ -79,8 +94,13 @@ export class SimPod {
   readyAtMs: number | undefined;
   removedAtMs: number | undefined;
   state: PodState = 'starting';
-  /** Requests being served now (≤ workers). */
-  busy = 0;
+  /** Service takes this many times as long now: the product of the noisy-neighbour episodes on it (1 = none). */
+  slowdown = 1;
+  /** In a GC-like pause: nothing in service progresses. */
+  paused = false;
+  /** Pauses and slowdown episodes started, ever. */
+  pauses = 0;
+  slowdowns = 0;
   /** Requests that arrived inside the measured window. */
   windowRequests = 0;
   /** Requests that arrived, ever. */
@@ -95,6 +115,11 @@ export class SimPod {
    * the run ends.
    */
   latency!: LatencyHistogram;
+  /** Busy worker-ms inside the measured window; filled in when the run ends. */
+  windowBusyMs = 0;
+  /** ms of the measured window during which the pod was ready; filled in when the run ends. */
+  windowReadyMs = 0;
+  readonly #loads: PodLoads;
   readonly #endpoints: EndpointVariants;
   #queue = new Int32Array(8);
   #head = 0;
@@ -112,6 +137,70 @@ export class SimPod {
     this.initial = init.initial;
     this.zone = init.zone ?? -1;
     this.#endpoints = endpointVariants(init.name, this.address, init.port, init.zoneName);
+    this.#loads =
+      init.loads ?? new PodLoads({ startMs: Number.POSITIVE_INFINITY, endMs: Number.POSITIVE_INFINITY }, 1000);
+    this.#loads.add(init.index, init.workers, init.createdAtMs);
+  }
+
+  /** Requests being served now (≤ workers; a paused pod holds them without progress). */
+  get busy(): number {
+    return this.#loads.busy(this.index);
+  }
+
+  /** Requests at the pod now: in service and queued. */
+  get inFlight(): number {
+    return this.#loads.busy(this.index) + this.#length;
+  }
+
+  /** Work done per ms of virtual time now, in ms of service at speed 1: speed ÷ slowdown, 0 while paused. */
+  get rate(): number {
+    return this.paused ? 0 : this.speed / this.slowdown;
+  }
+
+  /** Busy workers over workers, averaged over the trailing `server.loadWindowMs` (to 1.25×) up to `nowMs`. */
+  recentUtilization(nowMs: number): number {
+    return this.#loads.recentUtilization(this.index, nowMs);
+  }
+
+  /** Requests completed per second over the same trailing window. */
+  recentRequestsPerSecond(nowMs: number): number {
+    return this.#loads.recentRequestsPerSecond(this.index, nowMs);
+  }
+
+  /**
+   * EWMA of the latencies of the requests it completed (arrival at the pod to response, so
+   * queueing included), each weighted `dt / (dt + server.loadWindowMs)` by the time since the
+   * previous response; 0 before its first response.
+   */
+  get recentLatencyMs(): number {
+    return this.#loads.recentLatencyMs(this.index);
+  }
+
+  /**
+   * The latency a request arriving now may expect, ms: the EWMA of the latencies of requests
+   * that arrived at the pod's in-flight count now (nearest count with a history; see
+   * `PodLoads.latencyAtInFlightMs`), else `recentLatencyMs`; 0 before the first response.
+   */
+  get latencyEstimateMs(): number {
+    return this.#loads.latencyAtInFlightMs(this.index, this.inFlight);
+  }
+
+  /** A worker took a request at `nowMs`. */
+  startService(nowMs: number): void {
+    this.#loads.started(this.index, nowMs);
+  }
+
+  /**
+   * A worker finished a request that arrived `latencyMs` before `nowMs`, when `arrivedInFlight`
+   * requests were at the pod (its `inFlight` then).
+   */
+  finishService(nowMs: number, latencyMs: number, arrivedInFlight: number): void {
+    this.#loads.finished(this.index, nowMs, latencyMs, arrivedInFlight);
+  }
+
+  /** Busy worker-ms inside the measured window so far (up to `nowMs`). */
+  windowBusyMsAt(nowMs: number): number {
+    return this.#loads.windowBusyMs(this.index, nowMs);
   }
 
   /** The pod's endpoint as an EndpointSlice shows it now; undefined once gone. */

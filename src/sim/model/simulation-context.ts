@@ -3,6 +3,8 @@
  * clients, the eligible endpoints (kube-proxy's rule: ready ones, else serving-terminating
  * ones, sorted by address), the connection manager, per-purpose random streams, the virtual
  * clock, and the two outcomes of routing a request — `deliver` it to a pod or `fail` it.
+ * What the pods report of themselves (in flight, recent utilization and latency) is read from
+ * the pods (`SimPod`); probes a dataplane sends to ask for it are counted through `probeSent`.
  */
 import type { Endpoint } from '../../core/endpoint.js';
 import type { EndpointSet } from '../../core/endpoint-set.js';
@@ -45,4 +47,10 @@ export interface SimulationContext {
   deliver(slot: number, pod: SimPod): void;
   /** Request `slot` could not be routed (no endpoint). */
   fail(slot: number): void;
+  /**
+   * The dataplane sent one load probe now (a question to a pod about its load, asked out of
+   * band: Prequal's probes). Counted for the report (`probes.sent`, `probes.perRequest`); a
+   * dataplane that never calls it reports 0.
+   */
+  probeSent(): void;
 }

@@ -31,5 +31,8 @@ export interface SimulationOutcome {
   readonly connectionsOpened: number;
   /** Connections dialled inside the window: reconnects (connection and pool dataplanes). */
   readonly connectionsOpenedInWindow: number;
+  /** Load probes the dataplane sent (`SimulationContext.probeSent`), in all and inside the window. */
+  readonly probesSent: number;
+  readonly windowProbesSent: number;
   readonly events: number;
 }

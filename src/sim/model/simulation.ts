@@ -1,11 +1,12 @@
 /**
  * One run of one scenario through one dataplane, on virtual time. The simulation owns the
- * pods (their lifecycle, workers and queues), the clients (open- or closed-loop request
- * sources), the scenario's timeline (scale-outs, rolling updates driven like the Deployment
- * controller, bursts) and the measurement window; the dataplane's router decides where each
- * request goes. Everything random comes from per-purpose streams forked from one seed, in a
- * fixed order, so a seed reproduces a run exactly — and two dataplanes run with the same
- * seed see the same arrivals and service times (common random numbers).
+ * pods (their lifecycle, workers, queues and speeds — `PodService`, `PodEpisodes`), the
+ * clients (`ClientArrivals`), the scenario's timeline (scale-outs, rolling updates driven like
+ * the Deployment controller, bursts, slowdowns) and what is measured (`RunMeasurement`); the
+ * dataplane's router decides where each request goes. Everything random comes from
+ * per-purpose streams forked from one seed, in a fixed order, so a seed reproduces a run
+ * exactly — and two dataplanes run with the same seed see the same arrivals, service times,
+ * pod speeds, pauses and episodes (common random numbers).
  */
 
 import { resolveFairShareDecision } from '../../balancing/fair-share/fair-share-options.js';
@@ -16,19 +17,22 @@ import { LifetimePolicy } from '../../pool/lifetime-policy.js';
 import type { DataplaneModel, RequestRouter } from '../dataplane/dataplane.js';
 import { Scheduler } from '../engine/scheduler.js';
 import { VirtualClock } from '../engine/virtual-clock.js';
-import { LatencyHistogram } from '../metrics/latency-histogram.js';
-import { PodLatencies } from '../metrics/pod-latencies.js';
-import { type Scenario, type ScenarioEvent, scenarioError } from '../scenario/scenario-spec.js';
-import { createSampler, type Sampler } from '../workload/distribution.js';
+import { isDeploymentChange, type Scenario, type ScenarioEvent, scenarioError } from '../scenario/scenario-spec.js';
+import { podName } from '../scenario/scenario-text.js';
+import { createSampler } from '../workload/distribution.js';
+import { podSpeeds } from '../workload/speed-distribution.js';
+import { ClientArrivals } from './client-arrivals.js';
 import { createClients } from './client-placement.js';
 import { ConnectionManager } from './connection-manager.js';
 import { DeploymentController } from './deployment-controller.js';
 import { SimFairShare } from './fair-share-shedding.js';
-import { PodSeries } from './pod-series.js';
+import { changesPodRates, PodEpisodes } from './pod-episodes.js';
+import { PodService } from './pod-service.js';
 import { CLOSED_LOOP, RequestTable } from './request-table.js';
 import { timeCapMs } from './run-bounds.js';
+import { RunMeasurement } from './run-measurement.js';
 import type { SimClient } from './sim-client.js';
-import { POD_HISTOGRAM_GROWTH, SimPod } from './sim-pod.js';
+import { SimPod } from './sim-pod.js';
 import type { SimulationContext, SimulationStreams } from './simulation-context.js';
 import type { SimulationOutcome } from './simulation-outcome.js';
 import { initialPodZone, leastPopulatedZone, zoneCount, zoneName } from './zones.js';
@@ -57,42 +61,22 @@ export class Simulation implements SimulationContext {
 
   readonly #router: RequestRouter;
   readonly #onTick: ((nowMs: number, events: number) => void) | undefined;
-  readonly #arrivalRandom: SeededRandom;
-  readonly #serviceRandom: SeededRandom;
-  readonly #burstRandom: SeededRandom;
-  readonly #service: Sampler;
-  readonly #think: Sampler | undefined;
-  /** Open-loop arrivals: 0 none (closed loop), 1 Poisson, 2 periodic; and the mean gap (ms). */
-  readonly #openLoop: 0 | 1 | 2;
-  readonly #gapMs: number;
-  readonly #latency = new LatencyHistogram();
-  readonly #podLatencies: PodLatencies;
-  readonly #series: PodSeries;
+  readonly #arrivals: ClientArrivals;
+  readonly #service: PodService;
+  readonly #episodes: PodEpisodes;
+  /** The speed of the pod created with each index. */
+  readonly #speedOf: (index: number) => number;
+  readonly #measure: RunMeasurement;
   readonly #podOf = new Map<Endpoint, SimPod>();
   readonly #ordinals = new Map<number, number>();
-  readonly #ordinalWidth: number;
-  readonly #kArrival: number;
-  readonly #kSingle: number;
-  readonly #kComplete: number;
   readonly #kPodReady: number;
   readonly #kPodGone: number;
   readonly #kTimeline: number;
-  readonly #kBurst: number;
   readonly #kEnd: number;
   #endpointSet: EndpointSet | undefined;
   readonly #deployment: DeploymentController;
-  #windowStartMs = Number.POSITIVE_INFINITY;
-  #windowEndMs = Number.POSITIVE_INFINITY;
   #settledAtMs: number | undefined;
   #changeAtMs: number | undefined;
-  #sent = 0;
-  #failed = 0;
-  #windowRequests = 0;
-  #windowToRemoved = 0;
-  #windowCrossZone = 0;
-  #clientsWithRemaining = 0;
-  #pendingSingles = 0;
-  #pendingBursts = 0;
   #ended = false;
   readonly #fairShare: SimFairShare | undefined;
 
@@ -100,29 +84,52 @@ export class Simulation implements SimulationContext {
     const s = init.scenario;
     this.scenario = s;
     this.#onTick = init.onTick;
-    this.#series = new PodSeries(s.bucketMs);
-    this.#podLatencies = new PodLatencies(POD_HISTOGRAM_GROWTH, s.pods.count);
+    this.#measure = new RunMeasurement(s.bucketMs, s.pods.count, s.server.loadWindowMs);
     this.clock = new VirtualClock(this.scheduler);
     // Streams are forked in a fixed order; add new ones at the end to keep old seeds stable.
     const root = new SeededRandom(init.seed);
-    this.#arrivalRandom = root.fork();
-    this.#serviceRandom = root.fork();
+    const arrivalRandom = root.fork();
+    const serviceRandom = root.fork();
     const dataplane = root.fork();
     const clientLifetime = root.fork();
     const serverLifetime = root.fork();
     const sessions = root.fork();
     const balancers = root.fork();
     const requestKeys = root.fork();
-    this.#burstRandom = root.fork();
+    const burstRandom = root.fork();
     const addresses = root.fork();
     const discovery = root.fork();
     this.streams = { dataplane, balancers, requestKeys, discovery };
     const fairShareRandom = root.fork();
-    this.#service = createSampler(s.pods.serviceTime);
-    const arrival = s.clients.arrival;
-    this.#think = arrival.type === 'closed-loop' ? createSampler(arrival.thinkTime) : undefined;
-    this.#openLoop = arrival.type === 'poisson' ? 1 : arrival.type === 'periodic' ? 2 : 0;
-    this.#gapMs = arrival.type === 'closed-loop' ? 0 : 1000 / arrival.ratePerSecond;
+    this.#speedOf = podSpeeds(s.pods.speeds ?? [], s.pods.speedDistribution, root.fork());
+    const pauseRandom = root.fork();
+    const noisyRandom = root.fork();
+    this.#service = new PodService({
+      scheduler: this.scheduler,
+      requests: this.requests,
+      service: createSampler(s.pods.serviceTime),
+      random: serviceRandom,
+      changingRates: changesPodRates(s),
+      done: (slot) => this.#complete(slot),
+    });
+    this.#episodes = new PodEpisodes({
+      scenario: s,
+      scheduler: this.scheduler,
+      pods: this.pods,
+      service: this.#service,
+      pauseRandom,
+      noisyRandom,
+    });
+    this.#arrivals = new ClientArrivals({
+      scenario: s,
+      scheduler: this.scheduler,
+      clients: this.clients,
+      window: this.#measure.window,
+      arrivalRandom,
+      burstRandom,
+      send: (client, flags) => this.#sendSlot(client, flags),
+      maybeFinished: () => this.#checkFinished(),
+    });
     this.connections = new ConnectionManager({
       scheduler: this.scheduler,
       pods: this.pods,
@@ -141,23 +148,15 @@ export class Simulation implements SimulationContext {
             options: resolveFairShareDecision(s.server.fairShare),
             random: fairShareRandom,
           });
-    let maxPods = s.pods.count;
-    for (const e of s.events ?? []) if (e.type === 'scale') maxPods = Math.max(maxPods, e.pods);
-    this.#ordinalWidth = Math.max(2, String(maxPods).length);
 
     const sc = this.scheduler;
-    this.#kArrival = sc.register((client, generation) => this.#arrival(client, generation));
-    this.#kSingle = sc.register((client, flags) => this.#single(client, flags));
-    this.#kComplete = sc.register((slot) => this.#complete(slot));
     this.#kPodReady = sc.register((pod) => this.#podReady(this.pods[pod] as SimPod));
     this.#kPodGone = sc.register((pod) => this.#podGone(this.pods[pod] as SimPod));
     this.#kTimeline = sc.register((index) => this.#timeline(index));
-    this.#kBurst = sc.register((index, repetition) => this.#burst(index, repetition));
     this.#kEnd = sc.register(() => this.#end());
 
     this.clients.push(...createClients(s, addresses));
-    if (s.clients.arrival.count !== undefined) this.#clientsWithRemaining = this.clients.length;
-    const changes = (s.events ?? []).filter((e) => e.type !== 'burst').length;
+    const changes = (s.events ?? []).filter(isDeploymentChange).length;
     this.#deployment = new DeploymentController(s.pods.count, changes, {
       pods: this.pods,
       createPod: (revision) => this.#createPod(false, revision),
@@ -188,28 +187,26 @@ export class Simulation implements SimulationContext {
   deliver(slot: number, pod: SimPod): void {
     const now = this.scheduler.now;
     this.requests.pod[slot] = pod.index;
-    this.#series.count(now, pod.index, this.pods.length);
-    pod.totalRequests++;
-    if (now >= this.#windowStartMs && now < this.#windowEndMs) {
-      pod.windowRequests++;
-      this.#windowRequests++;
-      if (pod.state !== 'ready') this.#windowToRemoved++;
-      if (pod.zone >= 0 && (this.clients[this.requests.client[slot] as number] as SimClient).zone !== pod.zone) {
-        this.#windowCrossZone++;
-      }
-    }
-    if (pod.busy < pod.workers) this.#serve(pod, slot);
+    const clientZone = pod.zone < 0 ? -1 : (this.clients[this.requests.client[slot] as number] as SimClient).zone;
+    this.#measure.delivered(now, pod, this.pods.length, clientZone);
+    this.requests.arrivedMs[slot] = now;
+    this.requests.arrivedInFlight[slot] = pod.inFlight;
+    if (pod.busy < pod.workers) this.#service.start(pod, slot);
     else pod.enqueue(slot);
   }
 
   fail(slot: number): void {
-    this.#failed++;
+    this.#measure.failed();
     const closedLoop = (this.requests.flags[slot] as number) & CLOSED_LOOP;
     const client = this.requests.client[slot] as number;
     this.requests.release(slot);
     // A closed-loop client retries after its think time (at least 100 ms: no endpoint now).
-    if (closedLoop !== 0) this.#nextClosedLoop(client, 100);
+    if (closedLoop !== 0) this.#arrivals.nextClosedLoop(client, 100);
     this.#checkFinished();
+  }
+
+  probeSent(): void {
+    this.#measure.probeSent(this.scheduler.now);
   }
 
   // --- running -----------------------------------------------------------------------------
@@ -225,10 +222,10 @@ export class Simulation implements SimulationContext {
     }
     this.#recomputeEligible();
     this.#router.start();
-    this.#startArrivals();
+    this.#arrivals.start();
     const events = s.events ?? [];
     events.forEach((e, i) => {
-      if (e.type !== 'burst' && (this.#changeAtMs === undefined || e.atMs < this.#changeAtMs))
+      if (isDeploymentChange(e) && (this.#changeAtMs === undefined || e.atMs < this.#changeAtMs))
         this.#changeAtMs = e.atMs;
       this.scheduler.at(e.atMs, this.#kTimeline, i);
     });
@@ -243,26 +240,18 @@ export class Simulation implements SimulationContext {
       this.#onTick === undefined ? undefined : () => this.#onTick?.(this.scheduler.now, this.scheduler.processed);
     this.scheduler.runUntil(cap, tick);
     if (!this.#ended) {
-      if (this.scheduler.pending === 0 && s.measure.windowMs === undefined) this.#windowEndMs = this.scheduler.now;
+      if (this.scheduler.pending === 0 && s.measure.windowMs === undefined)
+        this.#measure.window.endMs = this.scheduler.now;
       else throw scenarioError(JSON.stringify(s.name), `did not finish within ${cap} ms of simulated time`);
     }
     // A window that never opened (a finite workload done before the change settled) is empty.
-    if (!Number.isFinite(this.#windowStartMs)) this.#windowStartMs = this.#windowEndMs;
-    this.#series.copyTo(this.pods);
-    for (const pod of this.pods) pod.latency = this.#podLatencies.histogram(pod.index);
+    if (!Number.isFinite(this.#measure.window.startMs)) this.#measure.window.startMs = this.#measure.window.endMs;
+    this.#measure.finish(this.pods);
     return {
+      ...this.#measure.outcome(),
       pods: this.pods,
-      windowStartMs: this.#windowStartMs,
-      windowEndMs: this.#windowEndMs,
-      settledAtMs: this.#settledAtMs ?? this.#windowStartMs,
+      settledAtMs: this.#settledAtMs ?? this.#measure.window.startMs,
       changeAtMs: this.#changeAtMs,
-      bucketMs: this.#series.bucketMs,
-      latency: this.#latency,
-      requestsSent: this.#sent,
-      requestsFailed: this.#failed,
-      windowRequests: this.#windowRequests,
-      windowRequestsToRemovedPods: this.#windowToRemoved,
-      windowRequestsCrossZone: this.#windowCrossZone,
       connectionsOpened: this.connections.opened,
       connectionsOpenedInWindow: this.connections.openedInWindow,
       events: this.scheduler.processed,
@@ -270,13 +259,13 @@ export class Simulation implements SimulationContext {
   }
 
   #openWindow(startMs: number): void {
-    this.#windowStartMs = startMs;
+    this.#measure.window.startMs = startMs;
     const w = this.scenario.measure.windowMs;
     if (w !== undefined) {
-      this.#windowEndMs = startMs + w;
-      this.scheduler.at(this.#windowEndMs, this.#kEnd);
+      this.#measure.window.endMs = startMs + w;
+      this.scheduler.at(this.#measure.window.endMs, this.#kEnd);
     }
-    this.connections.setWindow(startMs, this.#windowEndMs);
+    this.connections.setWindow(startMs, this.#measure.window.endMs);
   }
 
   #end(): void {
@@ -286,119 +275,37 @@ export class Simulation implements SimulationContext {
 
   #checkFinished(): void {
     if (this.scenario.measure.windowMs !== undefined || this.#ended) return;
-    if (this.#clientsWithRemaining === 0 && this.#pendingSingles === 0 && this.#pendingBursts === 0) {
+    if (this.#arrivals.idle) {
       if (this.requests.live === 0 && !this.#deployment.changing) {
-        this.#windowEndMs = this.scheduler.now + 1e-9;
+        this.#measure.window.endMs = this.scheduler.now + 1e-9;
         this.#end();
       }
     }
   }
 
-  // --- clients and arrivals ----------------------------------------------------------------
-
-  #startArrivals(): void {
-    const a = this.scenario.clients.arrival;
-    const r = this.#arrivalRandom;
-    for (const client of this.clients) {
-      if (a.type === 'poisson') {
-        this.scheduler.after((-1000 / a.ratePerSecond) * Math.log(1 - r.next()), this.#kArrival, client.index, 0);
-      } else if (a.type === 'periodic') {
-        this.scheduler.after((1000 / a.ratePerSecond) * r.next(), this.#kArrival, client.index, 0);
-      } else {
-        for (let i = 0; i < a.concurrency; i++) this.#nextClosedLoop(client.index, 0);
-      }
-    }
-  }
-
-  #arrival(clientIndex: number, generation: number): void {
-    const client = this.clients[clientIndex] as SimClient;
-    if (generation !== client.arrivalGeneration || client.remaining <= 0) return;
-    this.#send(client, 0);
-    if (client.remaining <= 0) {
-      this.#clientsWithRemaining--;
-      this.#checkFinished();
-      return;
-    }
-    const gap = this.#openLoop === 1 ? -this.#gapMs * Math.log(1 - this.#arrivalRandom.next()) : this.#gapMs;
-    this.scheduler.after(gap, this.#kArrival, clientIndex, generation);
-  }
-
-  /** Schedules the next request of a closed-loop stream after a think time (at least `minMs`). */
-  #nextClosedLoop(clientIndex: number, minMs: number): void {
-    const client = this.clients[clientIndex] as SimClient;
-    if (client.remaining <= 0 || this.#think === undefined) return;
-    // Reserve the request now so concurrent streams never overshoot the count.
-    client.remaining--;
-    if (client.remaining <= 0 && this.scenario.clients.arrival.count !== undefined) this.#clientsWithRemaining--;
-    this.#pendingSingles++;
-    this.scheduler.after(
-      Math.max(minMs, this.#think.sample(this.#arrivalRandom)),
-      this.#kSingle,
-      clientIndex,
-      CLOSED_LOOP,
-    );
-  }
-
-  #single(clientIndex: number, flags: number): void {
-    this.#pendingSingles--;
-    const client = this.clients[clientIndex] as SimClient;
-    this.#sendSlot(client, flags);
-  }
-
-  /** An open-loop request: counts against the client's remaining requests. */
-  #send(client: SimClient, flags: number): void {
-    client.remaining--;
-    this.#sendSlot(client, flags);
-  }
+  // --- clients ---------------------------------------------------------------------------
 
   #sendSlot(client: SimClient, flags: number): void {
-    this.#sent++;
+    this.#measure.sent();
     const slot = this.requests.alloc(client.index, this.scheduler.now, flags);
     this.#router.send(client, slot);
   }
 
-  #burst(index: number, repetition: number): void {
-    this.#pendingBursts--;
-    const e = (this.scenario.events ?? [])[index] as Extract<ScenarioEvent, { type: 'burst' }>;
-    const r = this.#burstRandom;
-    for (const client of this.clients) {
-      for (let i = 0; i < e.requestsPerClient; i++) {
-        this.#pendingSingles++;
-        this.scheduler.after(e.spreadMs * r.next(), this.#kSingle, client.index, 0);
-      }
-    }
-    const more = e.everyMs !== undefined && (e.repeat === undefined || repetition + 1 < e.repeat);
-    if (more && this.scheduler.now + (e.everyMs as number) < this.#windowEndMs) {
-      this.#pendingBursts++;
-      this.scheduler.after(e.everyMs as number, this.#kBurst, index, repetition + 1);
-    }
-  }
-
   // --- pods --------------------------------------------------------------------------------
-
-  #serve(pod: SimPod, slot: number): void {
-    pod.busy++;
-    this.scheduler.after(this.#service.sample(this.#serviceRandom) / pod.speed, this.#kComplete, slot);
-  }
 
   #complete(slot: number): void {
     const req = this.requests;
     const pod = this.pods[req.pod[slot] as number] as SimPod;
-    pod.busy--;
-    const sent = req.sentMs[slot] as number;
-    if (sent >= this.#windowStartMs && sent < this.#windowEndMs) {
-      const ms = this.scheduler.now - sent;
-      const logScaled = Math.log(ms / LatencyHistogram.MIN_MS);
-      this.#latency.recordWithLog(ms, logScaled);
-      this.#podLatencies.record(pod.index, ms, logScaled);
-    }
+    const now = this.scheduler.now;
+    pod.finishService(now, now - (req.arrivedMs[slot] as number), req.arrivedInFlight[slot] as number);
+    this.#measure.completed(now, req.sentMs[slot] as number, pod);
     this.#router.done(slot);
     const closedLoop = (req.flags[slot] as number) & CLOSED_LOOP;
     const client = req.client[slot] as number;
     req.release(slot);
-    if (closedLoop !== 0) this.#nextClosedLoop(client, 0);
+    if (closedLoop !== 0) this.#arrivals.nextClosedLoop(client, 0);
     const next = pod.dequeue();
-    if (next >= 0) this.#serve(pod, next);
+    if (next >= 0) this.#service.start(pod, next);
     else if (req.live === 0) this.#checkFinished();
   }
 
@@ -407,23 +314,24 @@ export class Simulation implements SimulationContext {
     const index = this.pods.length;
     const ordinal = (this.#ordinals.get(revision) ?? 0) + 1;
     this.#ordinals.set(revision, ordinal);
-    const speeds = s.speeds ?? [];
     const zones = zoneCount(this.scenario);
     const zone = initial ? initialPodZone(this.scenario, index) : leastPopulatedZone(zones, this.#livePodZones());
     const pod = new SimPod({
       index,
-      name: `v${revision}-${String(ordinal).padStart(this.#ordinalWidth, '0')}`,
+      name: podName(this.scenario, revision, ordinal),
       addressU32: (POD_BASE + index + 10) >>> 0,
       port: s.port,
       revision,
-      speed: speeds.length === 0 ? 1 : (speeds[index % speeds.length] as number),
+      speed: this.#speedOf(index),
       workers: s.workers,
       createdAtMs: this.scheduler.now,
       initial,
       zone,
       ...(zone < 0 ? {} : { zoneName: zoneName(zone) }),
+      loads: this.#measure.loads,
     });
     this.pods.push(pod);
+    this.#episodes.podCreated(pod);
     for (const e of pod.endpointVariants) this.#podOf.set(e, pod);
     if (!initial) {
       this.#endpointSet = undefined;
@@ -474,17 +382,16 @@ export class Simulation implements SimulationContext {
 
   #timeline(index: number): void {
     const e = (this.scenario.events ?? [])[index] as ScenarioEvent;
-    if (e.type === 'burst') {
-      this.#pendingBursts++;
-      this.#burst(index, 0);
-    } else if (e.type === 'scale') this.#deployment.scale(e.pods);
+    if (e.type === 'burst') this.#arrivals.burstEvent(index);
+    else if (e.type === 'scale') this.#deployment.scale(e.pods);
+    else if (e.type === 'slowdown') this.#episodes.slowdownEvent(index);
     else this.#deployment.rollingUpdate(e.maxSurge, e.maxUnavailable);
   }
 
   /** Every scheduled change has finished: open the window if it waits for that. */
   #settled(): void {
     this.#settledAtMs = this.scheduler.now;
-    if (this.scenario.measure.from === 'settled' && !Number.isFinite(this.#windowStartMs)) {
+    if (this.scenario.measure.from === 'settled' && !Number.isFinite(this.#measure.window.startMs)) {
       this.#openWindow(this.scheduler.now);
     }
   }

@@ -1,12 +1,17 @@
 /**
  * The terminal table of `evenlb sim`: one row per dataplane with max/mean, coefficient of
- * variation, Jain's index, how long new pods took to reach 90% of their fair share, p99
- * latency, and each measured pod's load as a multiple of the mean (or min / median / max when
- * there are too many pods for a column each). Plain text, deterministic — no wall-clock
- * figures — so the same seed prints the same table.
+ * variation, Jain's index, utilization max/mean, how long new pods took to reach 90% of their
+ * fair share, p99 and p99.9 latency, load probes per request, reconnects, and each measured
+ * pod's load as a multiple of the mean (or min / median / max when there are too many pods
+ * for a column each). Plain text, deterministic — no wall-clock figures — so the same seed
+ * prints the same table.
  */
 import type { Scenario } from '../scenario/scenario-spec.js';
-import { distributionText as distribution, durationText as duration } from '../scenario/scenario-text.js';
+import {
+  distributionText as distribution,
+  durationText as duration,
+  podDynamicsText,
+} from '../scenario/scenario-text.js';
 import type { SimDataplaneResult, SimReport } from './sim-report.js';
 
 /** Pods shown one column each up to this many; beyond, min / median / max. */
@@ -52,7 +57,7 @@ export function describeSettings(s: Scenario): string[] {
       changes.push(
         `rolling update at ${duration(e.atMs)} (maxSurge ${e.maxSurge}, maxUnavailable ${e.maxUnavailable})`,
       );
-    } else {
+    } else if (e.type === 'burst') {
       changes.push(
         `bursts of ${e.requestsPerClient}/client${e.everyMs === undefined ? '' : ` every ${duration(e.everyMs)}`} from ${duration(e.atMs)}`,
       );
@@ -72,13 +77,14 @@ export function describeSettings(s: Scenario): string[] {
   const fs = s.server.fairShare;
   if (fs !== undefined) lifetime.push(`server sheds above its fair share +${Number((fs.tolerance * 100).toFixed(1))}%`);
   const second = [...changes, lifetime.length === 0 ? 'no connection lifetime limits' : lifetime.join(', ')];
+  const pods = podDynamicsText(s);
   // evenlb's traffic shaping, when it differs from the defaults.
   const shaping: string[] = [];
   if (c.slowStartMs > 0) shaping.push(`slow start ${duration(c.slowStartMs)}`);
   if (!c.herdingGuard) shaping.push('herding guard off');
   if (c.zoneRouting === 'on') shaping.push('zone routing on');
   if (shaping.length > 0) second.push(`evenlb ${shaping.join(', ')}`);
-  return [parts.join('; '), second.join('; ')];
+  return [parts.join('; '), second.join('; '), ...(pods.length === 0 ? [] : [pods.join('; ')])];
 }
 
 /** The new pods' share per bucket after ready, × fair share, one line per dataplane (none without new pods). */
@@ -139,8 +145,11 @@ export function formatTable(report: SimReport): string {
     ...(multiTrial ? ['sd'] : []),
     'CoV',
     'Jain',
+    'util max/mean',
     'new pods 90%',
     'p99 ms',
+    'p99.9 ms',
+    'probes/req',
     'reconn/min',
   ];
   const podHeader = perPod ? podNames : ['min', 'median', 'max'];
@@ -160,8 +169,11 @@ export function formatTable(report: SimReport): string {
       ...(multiTrial ? [fixed(r.maxOverMeanTrials?.stdev ?? 0, 2)] : []),
       fixed(r.cov, 2),
       fixed(r.jain, 2),
+      fixed(r.utilizationMaxOverMean, 2),
       fairShare(r),
       r.latencyMs === null ? '-' : fixed(r.latencyMs.p99, 1),
+      r.latencyMs === null ? '-' : fixed(r.latencyMs.p999, 1),
+      fixed(r.probes.perRequest, 3),
       r.reconnectsPerMinute === null ? '-' : fixed(r.reconnectsPerMinute, 1),
       ...podCells,
     ]);
@@ -185,7 +197,13 @@ export function formatTable(report: SimReport): string {
   lines.push(
     'max/mean: busiest pod over the mean (1 = even); CoV: coefficient of variation; Jain: fairness index (1 = even);',
   );
+  lines.push(
+    'util max/mean: busiest pod’s utilization (busy workers over workers, in the window) over the mean — even load for unequal pods;',
+  );
   lines.push('new pods 90%: time from the first new pod being ready until new pods took 90% of their fair share;');
+  lines.push(
+    'p99 / p99.9 ms: send-to-response latency percentiles; probes/req: load probes sent per request (0: none);',
+  );
   lines.push(
     'reconn/min: connections dialled in the window per minute (- : per-request dataplane, no connections modelled).',
   );

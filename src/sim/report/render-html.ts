@@ -60,7 +60,10 @@ function pageData(report: SimReport, extras: HtmlExtras): unknown {
       jain: r.jain,
       newPods: r.newPods,
       newPodsFairShareMs: r.newPodsFairShareMs,
+      utilizationMaxOverMean: r.utilizationMaxOverMean,
       p99: r.latencyMs?.p99 ?? null,
+      p999: r.latencyMs?.p999 ?? null,
+      probesPerRequest: r.probes.perRequest,
       reconnectsPerMinute: r.reconnectsPerMinute,
       newPodsOverFair: r.newPodsOverFair,
       crossZone: r.crossZone,
@@ -82,8 +85,9 @@ const secs = (ms) => (ms === null ? 'never' : (ms / 1000).toFixed(1) + ' s');
 const tbody = document.querySelector('#summary tbody');
 for (const r of data.results) {
   const tr = document.createElement('tr');
-  const cells = [r.dataplane + (r.policyKind === 'hash' ? ' *' : ''), fmt(r.maxOverMean, 2), fmt(r.cov, 2), fmt(r.jain, 2),
-    r.newPods === 0 ? '-' : secs(r.newPodsFairShareMs), fmt(r.p99, 1), fmt(r.reconnectsPerMinute, 1),
+  const cells = [r.dataplane + (r.policyKind === 'hash' ? ' *' : ''), fmt(r.maxOverMean, 2), fmt(r.cov, 2), fmt(r.jain, 2), fmt(r.utilizationMaxOverMean, 2),
+    r.newPods === 0 ? '-' : secs(r.newPodsFairShareMs), fmt(r.p99, 1), fmt(r.p999, 1), fmt(r.probesPerRequest, 3),
+    fmt(r.reconnectsPerMinute, 1),
     r.crossZone === null ? '-' : fmt(r.crossZone * 100, 1) + '%'];
   for (const c of cells) { const td = document.createElement('td'); td.textContent = c; tr.appendChild(td); }
   tbody.appendChild(tr);
@@ -253,7 +257,7 @@ th:first-child, td:first-child { text-align: left; }
 <body>
 <h1>${escapeHtml(title)}</h1>
 <p class="meta">${escapeHtml(report.description)}<br>seed ${report.seed}, ${report.trials} trial(s); measured ${(report.window.fromMs / 1000).toFixed(1)} s to ${(report.window.toMs / 1000).toFixed(1)} s of simulated time</p>
-<table id="summary"><thead><tr><th>dataplane</th><th>max/mean</th><th>CoV</th><th>Jain</th><th>new pods 90%</th><th>p99 ms</th><th>reconnects/min</th><th>cross-zone</th></tr></thead><tbody></tbody></table>
+<table id="summary"><thead><tr><th>dataplane</th><th>max/mean</th><th>CoV</th><th>Jain</th><th>util max/mean</th><th>new pods 90%</th><th>p99 ms</th><th>p99.9 ms</th><th>probes/req</th><th>reconnects/min</th><th>cross-zone</th></tr></thead><tbody></tbody></table>
 <div id="zones"></div>
 <div id="shares-box"><canvas id="shares"></canvas></div>
 <div id="ramp-box"><canvas id="ramp"></canvas></div>

@@ -29,6 +29,7 @@ const pod = {
     'openConnections',
     'zone',
     'latencyMs',
+    'utilization',
   ],
   additionalProperties: false,
   properties: {
@@ -49,6 +50,7 @@ const pod = {
       required: ['mean', 'p99'],
       properties: { mean: num, p99: num },
     },
+    utilization: { type: ['number', 'null'], minimum: 0 },
   },
 } as const;
 
@@ -63,11 +65,13 @@ const result = {
     'cov',
     'jain',
     'maxOverMeanTrials',
+    'utilizationMaxOverMean',
     'newPods',
     'newPodsFairShareMs',
     'latencyMs',
     'requests',
     'connectionsOpened',
+    'probes',
     'reconnectsPerMinute',
     'newPodsOverFair',
     'crossZone',
@@ -86,12 +90,13 @@ const result = {
     cov: { type: 'number', minimum: 0 },
     jain: { type: 'number', minimum: 0, maximum: 1 },
     maxOverMeanTrials: spread,
+    utilizationMaxOverMean: { type: 'number', minimum: 1 },
     newPods: int,
     newPodsFairShareMs: nullableNum,
     latencyMs: {
       type: ['object', 'null'],
-      required: ['mean', 'p50', 'p99', 'max'],
-      properties: { mean: num, p50: num, p99: num, max: num },
+      required: ['mean', 'p50', 'p99', 'p999', 'max'],
+      properties: { mean: num, p50: num, p99: num, p999: num, max: num },
     },
     requests: {
       type: 'object',
@@ -99,6 +104,12 @@ const result = {
       properties: { sent: int, failed: int, window: int, toRemovedPods: int },
     },
     connectionsOpened: int,
+    probes: {
+      type: 'object',
+      required: ['sent', 'perRequest'],
+      additionalProperties: false,
+      properties: { sent: int, perRequest: { type: 'number', minimum: 0 } },
+    },
     reconnectsPerMinute: { type: ['number', 'null'], minimum: 0 },
     newPodsOverFair: {
       type: ['object', 'null'],

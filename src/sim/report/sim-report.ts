@@ -27,6 +27,11 @@ export interface SimPodReport {
   /** Its zone (`zone-a`, ...); null when the scenario has no zones. */
   readonly zone: string | null;
   readonly latencyMs: { readonly mean: number; readonly p99: number } | null;
+  /**
+   * Busy worker-time over capacity (workers × time ready) in the window, all trials together
+   * (0..1); null when it was never ready in the window.
+   */
+  readonly utilization: number | null;
 }
 
 export interface SimSeries {
@@ -70,6 +75,11 @@ export interface SimDataplaneResult {
   readonly jain: number;
   /** Spread of max/mean over the trials (null for one trial). */
   readonly maxOverMeanTrials: TrialSpread | null;
+  /**
+   * Busiest measured pod's utilization over the mean utilization (mean over trials): even load
+   * in the sense of capacity, so unequal pods can be compared (1 = every pod equally busy).
+   */
+  readonly utilizationMaxOverMean: number;
   /** ms from the first new pod becoming ready until the new pods took ≥ 90% of their fair share
    * in a bucket (mean over trials); null: never; absent figure when no pod was added. */
   readonly newPodsFairShareMs: number | null;
@@ -78,6 +88,8 @@ export interface SimDataplaneResult {
     readonly mean: number;
     readonly p50: number;
     readonly p99: number;
+    /** 99.9th percentile. */
+    readonly p999: number;
     readonly max: number;
   } | null;
   readonly requests: {
@@ -88,6 +100,11 @@ export interface SimDataplaneResult {
     readonly toRemovedPods: number;
   };
   readonly connectionsOpened: number;
+  /**
+   * Load probes the dataplane sent inside the window (summed over trials; 0 for dataplanes that
+   * send none) and per request delivered in the window.
+   */
+  readonly probes: { readonly sent: number; readonly perRequest: number };
   /**
    * Connections dialled inside the measured window per minute of it (mean over trials):
    * reconnects after lifetime limits, recycling, sessions and removed pods. Null for per-request

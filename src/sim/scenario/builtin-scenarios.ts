@@ -13,6 +13,7 @@ import {
   distributionText,
   durationText,
   plural,
+  podName,
   podsText,
 } from './scenario-text.js';
 
@@ -33,6 +34,19 @@ function eventOf<T extends ScenarioEvent['type']>(
 }
 
 const evenlbAndApiserver = ['apiserver-legacy', 'apiserver-roundtrip', 'evenlb:*'];
+
+/** `heterogeneous`: pod speeds (one at half speed), workers, mean service time, clients and load. */
+const UNEQUAL_SPEEDS = [1, 1, 1, 1, 1, 1, 1, 0.5];
+const UNEQUAL_WORKERS = 4;
+const UNEQUAL_SERVICE_MS = 10;
+const UNEQUAL_CLIENTS = 50;
+const UNEQUAL_LOAD = 0.8;
+
+/** Each client's rate for `load` × the capacity of pods of `speeds` (Σ speed × workers / service time). */
+function ratePerClient(load: number, speeds: readonly number[], workers: number, serviceMs: number, clients: number) {
+  const capacity = (speeds.reduce((a, b) => a + b, 0) * workers * 1000) / serviceMs;
+  return (load * capacity) / clients;
+}
 
 export const builtinScenarios: readonly BuiltinScenario[] = [
   {
@@ -169,6 +183,50 @@ export const builtinScenarios: readonly BuiltinScenario[] = [
       events: [{ type: 'scale', atMs: 10_000, pods: 12 }],
       measure: { from: 'settled', windowMs: 60_000 },
       dataplanes: ['iptables', 'evenlb:round-robin', 'evenlb:least-request', 'evenlb:peak-ewma'],
+    }),
+  },
+  {
+    name: 'heterogeneous',
+    summary: 'unequal pods (one at half speed, one 3× slower for a minute) and 50 independent client balancers',
+    describe: (s) => {
+      const slow = eventOf(s, 'slowdown');
+      const episode =
+        slow === undefined
+          ? ''
+          : `, and ${podName(s, 1, slow.pod + 1)} serves ${slow.factor}× slower from ${durationText(slow.atMs)} for ${durationText(slow.durationMs)} (a noisy neighbour)`;
+      const speeds = s.pods.speeds ?? [];
+      const half = speeds.filter((v) => v !== 1).length;
+      const unequal =
+        half === 0 ? '' : ` of unequal speed (${speeds.join(', ')}${speeds.length < s.pods.count ? ', cycled' : ''})`;
+      const m = s.clients.balancers ?? (s.clients.balancerScope === 'shared' ? 1 : clientCount(s));
+      return `${plural(clientCount(s), 'client replica')} (${plural(m, 'independent balancer')}, each seeing only its own requests) send ${arrivalText(s)} to ${podsText(s)}${unequal}: ${busyText(s)} of the fleet's capacity${episode}. Even requests overload the slow pods; even utilization is the goal.`;
+    },
+    raw: () => ({
+      name: 'heterogeneous',
+      pods: {
+        count: UNEQUAL_SPEEDS.length,
+        workers: UNEQUAL_WORKERS,
+        serviceTime: { type: 'exponential', meanMs: UNEQUAL_SERVICE_MS },
+        speeds: UNEQUAL_SPEEDS,
+      },
+      clients: {
+        count: UNEQUAL_CLIENTS,
+        connections: UNEQUAL_CLIENTS,
+        arrival: {
+          type: 'poisson',
+          ratePerSecond: ratePerClient(
+            UNEQUAL_LOAD,
+            UNEQUAL_SPEEDS,
+            UNEQUAL_WORKERS,
+            UNEQUAL_SERVICE_MS,
+            UNEQUAL_CLIENTS,
+          ),
+        },
+      },
+      events: [{ type: 'slowdown', atMs: 40_000, durationMs: 60_000, pod: 3, factor: 3 }],
+      measure: { from: 10_000, windowMs: 120_000 },
+      // Every evenlb policy, so policies registered later join the comparison.
+      dataplanes: ['iptables', 'evenlb:*'],
     }),
   },
   {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { isEvenlbError } from '../../core/errors.js';
 import { builtinScenarios } from './builtin-scenarios.js';
 import { applyKnobs } from './scenario-knobs.js';
-import { parseScenario, resolveIntOrPercent } from './scenario-spec.js';
+import { isDeploymentChange, parseScenario, resolveIntOrPercent } from './scenario-spec.js';
 
 const minimal = { name: 'x', pods: { count: 4 }, clients: { connections: 8 }, measure: { windowMs: 1000 } };
 
@@ -28,6 +28,31 @@ describe('parseScenario', () => {
     expect(s.events).toEqual([]);
   });
 
+  it('reads capacity factors, pauses, noisy neighbours and slowdown events; a slowdown is no deployment change', () => {
+    const s = parseScenario(
+      {
+        ...minimal,
+        pods: {
+          count: 4,
+          speedDistribution: { type: 'lognormal' },
+          pauses: { interval: { type: 'exponential', meanMs: 10_000 }, duration: { type: 'fixed', valueMs: 50 } },
+          noisyNeighbours: {
+            interval: { type: 'exponential', meanMs: 60_000 },
+            duration: { type: 'fixed', valueMs: 5000 },
+            factor: 2,
+          },
+        },
+        events: [{ type: 'slowdown', atMs: 100, durationMs: 1000, pod: 3, factor: 3 }],
+      },
+      'x',
+    );
+    expect(s.pods.speedDistribution).toEqual({ type: 'lognormal', mean: 1, sigma: 0.25 });
+    expect(s.pods.pauses?.duration).toEqual({ type: 'fixed', valueMs: 50 });
+    expect(s.pods.noisyNeighbours?.factor).toBe(2);
+    expect(s.server.loadWindowMs).toBe(1000);
+    expect((s.events ?? []).map(isDeploymentChange)).toEqual([false]);
+  });
+
   it('accepts every built-in scenario', () => {
     for (const b of builtinScenarios) expect(parseScenario(b.raw(), b.name).name).toBe(b.name);
   });
@@ -50,7 +75,8 @@ describe('parseScenario', () => {
     },
     {
       raw: { ...minimal, events: [{ type: 'explode', atMs: 1 }] },
-      message: /option "events\[0\]\.type" must be one of "scale", "rolling-update", "burst"; received "explode"/,
+      message:
+        /option "events\[0\]\.type" must be one of "scale", "rolling-update", "burst", "slowdown"; received "explode"/,
     },
     {
       raw: { ...minimal, pods: { count: 2, serviceTime: { type: 'pareto', meanMs: 5, shape: 1 } } },
@@ -76,6 +102,57 @@ describe('parseScenario', () => {
     {
       raw: { ...minimal, pods: { count: 2, serviceTime: { type: 'uniform', minMs: 5, maxMs: 1 } } },
       message: /pods\.serviceTime\.maxMs/,
+    },
+    {
+      raw: { ...minimal, events: [{ type: 'slowdown', atMs: 0, durationMs: 1000, pod: 4, factor: 3 }] },
+      message: /option "events\[0\]\.pod" must be the index of an initial pod \(< pods\.count, 4\); received 4/,
+    },
+    {
+      raw: { ...minimal, events: [{ type: 'slowdown', atMs: 0, durationMs: 1000, pod: 0, factor: 0.5 }] },
+      message: /option "events\[0\]\.factor" must be a finite number >= 1; received 0\.5/,
+    },
+    {
+      raw: {
+        ...minimal,
+        pods: { count: 4, speeds: [1, 0.5], speedDistribution: { type: 'uniform', min: 0.5, max: 1 } },
+      },
+      message: /option "pods\.speedDistribution" must be unset when pods\.speeds is set/,
+    },
+    {
+      raw: { ...minimal, pods: { count: 4, speedDistribution: { type: 'uniform', min: 2, max: 1 } } },
+      message: /option "pods\.speedDistribution\.max" must be >= min \(2\); received 1/,
+    },
+    {
+      raw: { ...minimal, pods: { count: 4, speedDistribution: { type: 'gaussian' } } },
+      message: /option "pods\.speedDistribution\.type" must be one of "uniform", "lognormal"; received "gaussian"/,
+    },
+    {
+      raw: {
+        ...minimal,
+        pods: {
+          count: 4,
+          pauses: { interval: { type: 'fixed', valueMs: 0 }, duration: { type: 'fixed', valueMs: 5 } },
+        },
+      },
+      message: /option "pods\.pauses\.interval" must be a distribution with a mean > 0/,
+    },
+    {
+      raw: { ...minimal, pods: { count: 4, pauses: { interval: { type: 'fixed', valueMs: 1000 } } } },
+      message: /option "pods\.pauses\.duration" must be an object with "type" one of/,
+    },
+    {
+      raw: {
+        ...minimal,
+        pods: {
+          count: 4,
+          noisyNeighbours: {
+            interval: { type: 'exponential', meanMs: 1000 },
+            duration: { type: 'fixed', valueMs: 5 },
+            factor: 0,
+          },
+        },
+      },
+      message: /option "pods\.noisyNeighbours\.factor" must be a finite number >= 1; received 0/,
     },
     {
       raw: { pods: { count: 1 }, clients: { connections: 1 } },

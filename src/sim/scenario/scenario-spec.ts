@@ -11,7 +11,8 @@ import { fairShareDecisionSpec } from '../../balancing/fair-share/fair-share-opt
 import { describeValue, ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { opt, optionError, type Parsed, parseOptions } from '../../core/options.js';
 import { lifetimeOptionsSpec } from '../../pool/lifetime-policy.js';
-import { type DistributionSpec, distributionField } from '../workload/distribution.js';
+import { createSampler, type DistributionSpec, distributionField } from '../workload/distribution.js';
+import { speedDistributionField } from '../workload/speed-distribution.js';
 import { intOrPercent, listOf, numberOrKeyword, type VariantOf, variant } from './spec-fields.js';
 
 const arrivalSpecs = {
@@ -60,9 +61,47 @@ const eventSpecs = {
     /** How many bursts in all when repeating; unset = until the run ends. */
     repeat: opt.int({ min: 1, optional: true }),
   },
+  /**
+   * A noisy-neighbour episode on one pod: from `atMs`, for `durationMs`, it serves `factor`
+   * times slower (its requests in service and queued included).
+   */
+  slowdown: {
+    type: opt.oneOf(['slowdown']),
+    atMs: opt.number({ min: 0 }),
+    durationMs: opt.number({ min: 0, exclusiveMin: true }),
+    /** Index of one of the initial pods, in creation order (0 = the first, `v1-01`). */
+    pod: opt.int({ min: 0 }),
+    /** Service takes this many times as long (3 = a third of the pod's speed). */
+    factor: opt.number({ min: 1 }),
+  },
 };
 
 export type ScenarioEvent = VariantOf<typeof eventSpecs>;
+
+/** A scale-out or rolling update: a change the Deployment makes, which the run waits to settle. */
+export function isDeploymentChange(
+  e: ScenarioEvent,
+): e is Extract<ScenarioEvent, { type: 'scale' | 'rolling-update' }> {
+  return e.type === 'scale' || e.type === 'rolling-update';
+}
+
+/** GC-like pauses on every pod: it runs for `interval`, stops serving for `duration`, and again. */
+const pausesSpec = {
+  /** From the pod's creation or the end of its last pause to the start of the next. */
+  interval: distributionField(),
+  /** How long a pause lasts: nothing in service progresses, queued requests wait. */
+  duration: distributionField(),
+};
+
+/** Noisy neighbours drawn on every pod: it runs normally for `interval`, then `factor`× slower for `duration`. */
+const noisyNeighboursSpec = {
+  /** From the pod's creation or the end of its last episode to the start of the next. */
+  interval: distributionField(),
+  /** How long an episode lasts. */
+  duration: distributionField(),
+  /** Service takes this many times as long during an episode. */
+  factor: opt.number({ min: 1 }),
+};
 
 const podsSpec = {
   /** Replicas at the start. */
@@ -71,8 +110,14 @@ const podsSpec = {
   workers: opt.int({ min: 1, default: 8 }),
   /** Service time of one request on a pod of speed 1. */
   serviceTime: distributionField({ default: { type: 'exponential', meanMs: 5 } }),
-  /** Speed multipliers, cycled over pods in creation order (0.5 = half as fast). */
+  /** Speed multipliers (capacity factors), cycled over pods in creation order (0.5 = half as fast). */
   speeds: listOf(opt.number({ min: 0, exclusiveMin: true })),
+  /** Speeds drawn per pod as it is created, instead of `speeds` (a fleet on mixed machines). */
+  speedDistribution: speedDistributionField(),
+  /** GC-like pauses on every pod, at seeded random intervals; unset = none. */
+  pauses: opt.object(pausesSpec, { optional: true }),
+  /** Noisy-neighbour episodes drawn on every pod, at seeded random intervals; unset = none. */
+  noisyNeighbours: opt.object(noisyNeighboursSpec, { optional: true }),
   /** From pod creation to Ready, in ms. */
   readyDelayMs: opt.number({ min: 0, default: 2000 }),
   /** Service port of every pod. */
@@ -135,6 +180,11 @@ const serverSpec = {
   terminationDrainMs: opt.number({ min: 0, default: 0 }),
   /** Fair-share shedding (the recycler's `fairShare`): shed only above the fleet mean × (1 + tolerance). */
   fairShare: opt.object(fairShareDecisionSpec, { optional: true }),
+  /**
+   * What a pod reports of itself is recent over this many ms: its utilization over the trailing
+   * window and the time constant of its latency EWMA (what load reports and probes read).
+   */
+  loadWindowMs: opt.number({ min: 0, exclusiveMin: true, default: 1000 }),
 };
 
 const measureSpec = {
@@ -174,6 +224,33 @@ function checkDistribution(d: DistributionSpec | undefined, path: string, compon
   if (d?.type === 'uniform' && d.maxMs < d.minMs) fail(component, `${path}.maxMs`, `>= minMs (${d.minMs})`, d.maxMs);
 }
 
+/** Capacity factors, pauses, noisy neighbours and slowdown events: consistent and able to progress. */
+function checkPodDynamics(s: Scenario, component: string): void {
+  const p = s.pods;
+  if (p.speedDistribution !== undefined && (p.speeds ?? []).length > 0) {
+    fail(component, 'pods.speedDistribution', 'unset when pods.speeds is set (one or the other)', p.speedDistribution);
+  }
+  const d = p.speedDistribution;
+  if (d?.type === 'uniform' && d.max < d.min) fail(component, 'pods.speedDistribution.max', `>= min (${d.min})`, d.max);
+  for (const [name, episodes] of [
+    ['pods.pauses', p.pauses],
+    ['pods.noisyNeighbours', p.noisyNeighbours],
+  ] as const) {
+    if (episodes === undefined) continue;
+    checkDistribution(episodes.interval, `${name}.interval`, component);
+    checkDistribution(episodes.duration, `${name}.duration`, component);
+    // A pod must run between episodes, or the timeline would never advance.
+    if (createSampler(episodes.interval).meanMs <= 0) {
+      fail(component, `${name}.interval`, 'a distribution with a mean > 0', episodes.interval);
+    }
+  }
+  (s.events ?? []).forEach((e, i) => {
+    if (e.type === 'slowdown' && e.pod >= p.count) {
+      fail(component, `events[${i}].pod`, `the index of an initial pod (< pods.count, ${p.count})`, e.pod);
+    }
+  });
+}
+
 /**
  * Validates a raw scenario object (from YAML or a built-in); returns it frozen and typed.
  * `source` names it in errors (a file name or a built-in name).
@@ -198,6 +275,7 @@ export function parseScenario(raw: unknown, source: string): Scenario {
     fail(component, 'clients.count', `at most 65000 per node (${s.clients.nodes} nodes)`, clientCount);
   }
   checkDistribution(s.clients.discoveryLag, 'clients.discoveryLag', component);
+  checkPodDynamics(s, component);
   const podZones = s.pods.zones ?? [];
   if (podZones.length > 0 && podZones.reduce((a, b) => a + b, 0) !== s.pods.count) {
     fail(component, 'pods.zones', `pods per zone summing to pods.count (${s.pods.count})`, podZones);

@@ -35,6 +35,16 @@ export function distributionField<C extends { optional?: boolean; default?: Dist
   return variant(distributionSpecs, c);
 }
 
+/**
+ * One draw from a normal distribution of mean `mu` and standard deviation `sigma` (Box–Muller;
+ * one normal per pair of uniforms keeps the stream position simple: two draws per call).
+ */
+export function normalDraw(r: Random, mu: number, sigma: number): number {
+  const u = 1 - r.next();
+  const v = r.next();
+  return mu + sigma * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
 /** Draws durations (ms). */
 export interface Sampler {
   readonly meanMs: number;
@@ -76,12 +86,7 @@ export function createSampler(spec: DistributionSpec): Sampler {
       const mu = Math.log(meanMs) - (sigma * sigma) / 2;
       return {
         meanMs,
-        sample: (r) => {
-          // Box–Muller; one normal per pair of uniforms keeps the stream position simple.
-          const u = 1 - r.next();
-          const v = r.next();
-          return Math.exp(mu + sigma * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v));
-        },
+        sample: (r) => Math.exp(normalDraw(r, mu, sigma)),
       };
     }
   }

@@ -2,7 +2,9 @@
  * A Service's world for `evenlb doctor` tests, built on purpose: the fake API server (with
  * workloads) holding the Service, its EndpointSlice, its Pods (creation and readiness times,
  * zones, nodes, revisions), optionally a webhook configuration calling it and kube-proxy's
- * ConfigMap; one real HTTP server per pod on 127.0.0.1 serving Prometheus text metrics, reached
+ * ConfigMap — or, instead, a kube-proxy static pod in kube-system configured by its flags, as
+ * GKE and kops run it; one real HTTP server per pod on 127.0.0.1 serving Prometheus text metrics
+ * (evenlb's server metrics, or only an app's own for pods that are not evenlb servers), reached
  * through the API server's pod proxy; and a fake Prometheus HTTP API (`/api/v1/query`) serving
  * the same rates. A pod's request counter grows at its configured rate in real time, so any two
  * scrapes give its rate exactly, however loaded the machine is.
@@ -33,11 +35,21 @@ export interface FakeClusterSpec {
   readonly pods: readonly FakePodSpec[];
   /** A ValidatingWebhookConfiguration calling the Service. */
   readonly webhook?: boolean;
-  /** kube-proxy's config.conf mode and IPVS scheduler. */
-  readonly kubeProxy?: { readonly mode: string; readonly scheduler?: string };
+  /**
+   * kube-proxy's mode and IPVS scheduler, in the kube-proxy ConfigMap's config.conf (default),
+   * or (`via: 'pod-flags'`) only as flags of a kube-proxy static pod in kube-system.
+   */
+  readonly kubeProxy?: { readonly mode: string; readonly scheduler?: string; readonly via?: 'configmap' | 'pod-flags' };
   readonly sessionAffinity?: string;
+  /** The Service's `spec.trafficDistribution`. */
+  readonly trafficDistribution?: string;
   /** Request counter the pods expose. */
   readonly metric?: string;
+  /**
+   * Whether the pods are evenlb servers (default true: they export evenlb_server_open_connections);
+   * false: plain servers exporting only their own metrics (connections as http_server_active_connections).
+   */
+  readonly evenlbServer?: boolean;
 }
 
 export const METRICS_PORT = 9090;
@@ -47,6 +59,7 @@ async function startMetricsPod(
   metric: string,
   rate: () => number,
   connections: number | undefined,
+  evenlbServer: boolean,
 ): Promise<http.Server> {
   let total = 0;
   let last = performance.now();
@@ -64,10 +77,15 @@ async function startMetricsPod(
       `${metric}{code="200",method="GET"} ${(total * 0.9).toFixed(6)}`,
       `${metric}{code="500",method="GET"} ${(total * 0.1).toFixed(6)}`,
     ];
-    if (connections !== undefined) {
+    if (connections !== undefined && evenlbServer) {
       lines.push(
         '# TYPE evenlb_server_open_connections gauge',
         `evenlb_server_open_connections{protocol="http1"} ${connections}`,
+      );
+    } else if (connections !== undefined) {
+      lines.push(
+        '# TYPE http_server_active_connections gauge',
+        `http_server_active_connections{scheme="http"} ${connections}`,
       );
     }
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
@@ -103,9 +121,12 @@ async function startPrometheus(spec: FakeClusterSpec, metric: string): Promise<h
     const result: { metric: Record<string, string>; value: [number, string] }[] = [];
     for (const p of spec.pods) {
       let v: number | undefined;
+      const evenlb = spec.evenlbServer !== false;
       if (query.includes(metric))
         v = earlier ? (p.earlierRequestsPerSecond ?? p.requestsPerSecond) : p.requestsPerSecond;
-      else if (query.includes('evenlb_server_open_connections')) v = p.connections;
+      else if (query.includes('__name__=~"evenlb_server_')) v = evenlb ? 1 : undefined;
+      else if (query.includes('evenlb_server_open_connections')) v = evenlb ? p.connections : undefined;
+      else if (query.includes('http_server_active_connections')) v = evenlb ? undefined : p.connections;
       if (v !== undefined && query.includes(p.name)) result.push({ metric: { pod: p.name }, value: [time, String(v)] });
     }
     res.writeHead(200).end(JSON.stringify({ status: 'success', data: { resultType: 'vector', result } }));
@@ -135,7 +156,11 @@ export async function startFakeCluster(spec: FakeClusterSpec): Promise<FakeClust
   const base = service({ name: svc, namespace: ns, ports: [{ name: 'http', port: 80, targetPort: 8080 }] });
   api.applyService({
     ...base,
-    spec: { ...base.spec, ...(spec.sessionAffinity ? { sessionAffinity: spec.sessionAffinity } : {}) },
+    spec: {
+      ...base.spec,
+      ...(spec.sessionAffinity ? { sessionAffinity: spec.sessionAffinity } : {}),
+      ...(spec.trafficDistribution ? { trafficDistribution: spec.trafficDistribution } : {}),
+    },
   } as typeof base);
   api.applyEndpointSlice(
     endpointSlice({
@@ -178,7 +203,12 @@ export async function startFakeCluster(spec: FakeClusterSpec): Promise<FakeClust
     // The first scrape window is "earlier": the pod switches to its current rate after the first scrape.
     let scrapes = 0;
     const earlier = p.earlierRequestsPerSecond ?? p.requestsPerSecond;
-    const server = await startMetricsPod(metric, () => (scrapes++ <= 1 ? earlier : p.requestsPerSecond), p.connections);
+    const server = await startMetricsPod(
+      metric,
+      () => (scrapes++ <= 1 ? earlier : p.requestsPerSecond),
+      p.connections,
+      spec.evenlbServer !== false,
+    );
     servers.push(server);
     api.setPodProxy(ns, p.name, METRICS_PORT, url(server));
   }
@@ -190,7 +220,38 @@ export async function startFakeCluster(spec: FakeClusterSpec): Promise<FakeClust
       ],
     });
   }
-  if (spec.kubeProxy !== undefined) {
+  if (spec.kubeProxy !== undefined && spec.kubeProxy.via === 'pod-flags') {
+    // A static kube-proxy pod as GKE writes it: the flags in one `sh -c` command line.
+    const flags = [
+      '--master=https://10.128.0.2',
+      '--kubeconfig=/var/lib/kube-proxy/kubeconfig',
+      '--cluster-cidr=10.4.0.0/14',
+      `--proxy-mode=${spec.kubeProxy.mode}`,
+      ...(spec.kubeProxy.scheduler ? [`--ipvs-scheduler=${spec.kubeProxy.scheduler}`] : []),
+      '--oom-score-adj=-998',
+      '--v=2',
+    ];
+    api.applyObject('pods', {
+      metadata: {
+        name: 'kube-proxy-node-1',
+        namespace: 'kube-system',
+        labels: { component: 'kube-proxy', tier: 'node' },
+        annotations: { 'kubernetes.io/config.source': 'file' },
+      },
+      spec: {
+        nodeName: 'node-1',
+        hostNetwork: true,
+        containers: [
+          {
+            name: 'kube-proxy',
+            image: 'registry.k8s.io/kube-proxy:v1.31.0',
+            command: ['/bin/sh', '-c', `exec kube-proxy ${flags.join(' ')} 1>>/var/log/kube-proxy.log 2>&1`],
+          },
+        ],
+      },
+      status: { phase: 'Running' },
+    });
+  } else if (spec.kubeProxy !== undefined) {
     const conf = `mode: ${spec.kubeProxy.mode}\n${spec.kubeProxy.scheduler ? `ipvs:\n  scheduler: ${spec.kubeProxy.scheduler}\n` : ''}`;
     api.applyObject('configmaps', {
       metadata: { name: 'kube-proxy', namespace: 'kube-system' },

@@ -381,4 +381,37 @@ export const REQUEST_CASES: readonly RequestCase[] = [
       req(id, 1, { method: 'POST', version: 'HTTP/1.0', extra: te, body: `zz\r\n${SMUGGLED}\r\n0\r\n\r\n` }),
     methods: POST,
   },
+  // Local replies to HEAD carry no body: the next pipelined response must still parse.
+  {
+    name: 'HEAD refused by an unmet Expect (417), then a pipelined GET',
+    kinds: H1,
+    bytes: (id) => req(id, 1, { method: 'HEAD', extra: 'Expect: something-else\r\n' }) + req(id, 2),
+    methods: ['HEAD', 'GET'],
+  },
+  {
+    name: 'HEAD answered 502 by the proxy (malformed upstream head), then a pipelined GET',
+    kinds: H1,
+    bytes: (id) => req(id, 1, { method: 'HEAD', path: '/r/lf-only' }) + req(id, 2),
+    methods: ['HEAD', 'GET'],
+  },
+  {
+    name: 'HEAD with a bad Host (400, closes), then a pipelined GET',
+    kinds: H1,
+    bytes: (id) => req(id, 1, { method: 'HEAD', host: 'Host: bad host!\r\n' }) + req(id, 2),
+    methods: ['HEAD', 'GET'],
+  },
+  {
+    name: 'HEAD with a malformed header line (400, closes), then a pipelined GET',
+    kinds: H1,
+    bytes: (id) => req(id, 1, { method: 'HEAD', extra: 'x-bad : 1\r\n' }) + req(id, 2),
+    methods: ['HEAD', 'GET'],
+  },
+  {
+    name: 'HTTP/1.0 HEAD answered 502 by the proxy, then a pipelined GET (keep-alive)',
+    kinds: ['fallback'],
+    bytes: (id) =>
+      req(id, 1, { method: 'HEAD', path: '/r/lf-only', version: 'HTTP/1.0', extra: 'Connection: keep-alive\r\n' }) +
+      req(id, 2, { version: 'HTTP/1.0', extra: 'Connection: keep-alive\r\n' }),
+    methods: ['HEAD', 'GET'],
+  },
 ];

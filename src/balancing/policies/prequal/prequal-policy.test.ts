@@ -10,6 +10,7 @@ import type { TrackedEndpoint } from '../../picker.js';
 import type { LoadProber } from '../../policy.js';
 import { endpointInputs, pickKeys, tally } from '../../testing/fixtures.js';
 import { prequalPolicy, probeUses } from './prequal-policy.js';
+import { ProbePool, REUSE_WINDOW_PICKS, reuseBudget } from './probe-pool.js';
 import { RifQuantile } from './rif-quantile.js';
 
 /** Queues probes; the test answers them when it likes, as a transport would later. */
@@ -90,6 +91,86 @@ describe('prequal', () => {
     }
     expect(Math.abs(targets.length - 2000)).toBeLessThanOrEqual(1);
     for (const c of tally(targets).values()) expect(Math.abs(c / 200 - 1)).toBeLessThan(0.25);
+  });
+
+  it('sends several probes per pick when probesPerRequest is above one', () => {
+    const s = setup(10, { probesPerRequest: 3 });
+    pickKeys(s.b, 1000);
+    expect(s.prober.sent).toBe(3000);
+  });
+
+  it("scales a cold answer's latency by its own requests since, so a fast endpoint does not draw every pick", () => {
+    // Endpoints 0 and 1 answered 2 in flight at 10 and 12 ms; 2 and 3, 9 at 50 ms: the line is
+    // 9, so 0 stays cold for 7 more requests. Read as answered, 0 would take the next 8 picks;
+    // with its latency scaled by (RIF now + 1) / (RIF answered + 1), 0 and 1 take turns.
+    const s = setup(4, { probesPerRequest: 1, maxProbeUses: 1000 });
+    const state = (i: number): [number, number] => [[2, 2, 9, 9][i]!, [10, 12, 50, 50][i]!];
+    picksWithAnswers(s, 200, state);
+    s.clock.advance(10);
+    s.prober.queued.splice(0);
+    for (const t of s.b.picker.endpoints) t.load.probed(...state(s.keys.indexOf(t.endpoint.key)));
+    const picks: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      s.clock.advance(0.1);
+      const r = s.b.picker.pick();
+      if (r.type !== 'picked') throw new Error('no endpoint');
+      picks.push(r.endpoint.key);
+      r.load.start();
+      s.prober.queued.splice(0);
+    }
+    // 0 at 10, 13.3, 16.7, 20 ms; 1 at 12, 16, 20 ms: 0 1 0 1 0 1 0 (a tie at 20 ms, lower RIF first) …
+    const counts = tally(picks);
+    expect(counts.get(s.keys[0]!)).toBeLessThanOrEqual(5);
+    expect(counts.get(s.keys[1]!)).toBeGreaterThanOrEqual(3);
+    expect(picks.slice(0, 4)).toEqual([s.keys[0], s.keys[1], s.keys[0], s.keys[1]]);
+  });
+
+  it('sets its reuse budget from the answers it takes per pick: about 2 with a report per response, 50 on probes alone', () => {
+    const b = new Balancer({ policy: 'least-request', clock: new ManualClock(), random: new SeededRandom(1) });
+    b.update(EndpointSet.from(endpointInputs(4)));
+    const endpoints = b.picker.endpoints;
+    const pool = new ProbePool({
+      poolSize: 16,
+      maxProbeUses: { initial: 50 },
+      maxProbeAgeMs: 1000,
+      coldQuantile: 0.84,
+    });
+    expect(pool.rebind(endpoints, new Float64Array(4).fill(1))).toBe(true);
+    for (const [i, t] of endpoints.entries()) pool.admit(i, t.endpoint.key, t.load.index);
+    expect(pool.maxUses).toBe(50);
+    let nowMs = 0;
+    const answer = (i: number): void =>
+      endpoints[i % 4]!.load.report({ namedMetrics: { inflight: 1, latency_ms: 5 } }, ++nowMs);
+    // A report on (nearly) every response: 9 answers in 10 picks.
+    for (let i = 0; i < 2 * REUSE_WINDOW_PICKS; i++) {
+      if (i % 10 !== 9) answer(i);
+      pool.select();
+    }
+    expect(pool.maxUses).toBe(2);
+    // Probes alone at 0.04 per pick: 2 / 0.04 = 50, give or take the window's rounding.
+    for (let i = 0; i < 2 * REUSE_WINDOW_PICKS; i++) {
+      if (i % 25 === 0) endpoints[i % 4]!.load.probed(1, 5, ++nowMs);
+      pool.select();
+    }
+    expect(Math.abs(pool.maxUses / 50 - 1)).toBeLessThan(0.1);
+  });
+
+  it("fills its pool with the probes sent before any answer came, instead of each taking the last one's slot", () => {
+    const s = setup(4, { probesPerRequest: 1, maxProbeUses: 1000 });
+    // 12 picks, no answer yet: every endpoint gets probed (and pooled); then all answers arrive.
+    pickKeys(s.b, 12);
+    expect(new Set(s.prober.queued.map((t) => t.endpoint.key)).size).toBe(4);
+    s.prober.answer(s.keys, (i) => (i === 0 ? [0, 1] : [3, 30]));
+    // Endpoint 0 is cold and fastest: the pool sends it the next picks (requests held open).
+    const picks: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const r = s.b.picker.pick();
+      if (r.type !== 'picked') throw new Error('no endpoint');
+      picks.push(r.endpoint.key);
+      r.load.start();
+      s.prober.queued.splice(0);
+    }
+    expect(picks).toEqual([s.keys[0], s.keys[0], s.keys[0]]);
   });
 
   it('sends the fastest cold endpoints most, and a hot one little though it is fastest (hot/cold rule)', () => {
@@ -184,6 +265,16 @@ describe('prequal', () => {
     s.b.picker.endpoints[0]!.load.pushback();
     const during = tally(picksWithAnswers(s, 1000, state)).get(s.keys[0]!) ?? 0;
     expect(during).toBeLessThan(before / 3);
+  });
+
+  it.each([
+    { answersPerPick: 1.04, expected: 2 },
+    { answersPerPick: 0.9, expected: 2 },
+    { answersPerPick: 0.5, expected: 4 },
+    { answersPerPick: 0.04, expected: 50 },
+    { answersPerPick: 0, expected: 100_000 },
+  ])('reuse budget at $answersPerPick answers per pick is $expected', ({ answersPerPick, expected }) => {
+    expect(reuseBudget(answersPerPick)).toBe(expected);
   });
 
   it.each([

@@ -7,9 +7,9 @@
  * `coldQuantile` of recent answers the lowest latency wins, and when all are hot the lowest
  * RIF (see `probe-pool.ts`).
  *
- * Probing runs on a budget: each pick earns `probesPerRequest` of a probe, and a whole one is
- * sent (`PolicyEnv.prober.probe`, which only queues it) to a uniformly random endpoint, which
- * joins the pool. Load reports carrying `named_metrics.inflight` on responses refresh an
+ * Probing runs on a budget: each pick earns `probesPerRequest` of a probe, and each whole one
+ * is sent (`PolicyEnv.prober.probe`, which only queues it) to a uniformly random endpoint,
+ * which joins the pool. Load reports carrying `named_metrics.inflight` on responses refresh an
  * endpoint's answer for free. When the pool has no usable answer (none yet, all too old or
  * used up) the pick falls back to `least-request` on this balancer's own in-flight counts;
  * without a prober it is exactly `least-request`.
@@ -21,23 +21,32 @@
  * answer per endpoint; the pick compares the whole pool (d = pool size); removal happens when a
  * newcomer needs a slot (empty, then spent, then oldest and worst in turn) rather than at a
  * separate removal rate; the reuse budget `maxProbeUses` defaults to the paper's formula with
- * δ = 1 and no removal rate, ⌈2 / probesPerRequest⌉; the probe rate default is far below the
- * paper's 3 per query (it leans on piggybacked reports), to stay under 5% of requests.
+ * δ = 1 and no removal rate, 2 / r, r being the answers the pool actually takes per pick —
+ * probes and piggybacked reports: about 2 uses when every response carries a report, 50 on
+ * probes alone at the default rate. A budget from the probe rate alone (50) would let one
+ * answer steer fifty picks while newer answers keep arriving; with 50 independent balancers
+ * each sending repeatedly to what its answers show best, that stale steering cost 10% of p99
+ * against least-request on equal pods and a third more than peak-EWMA on unequal ones in the
+ * simulator. The probe rate default is far below the paper's 3 per query (it leans on
+ * piggybacked reports), to stay under 5% of requests.
  */
 import { opt, type Parsed, parseOptions } from '../../../core/options.js';
 import type { Picked, PickFn, TrackedEndpoint } from '../../picker.js';
 import type { BalancingPolicy, PickerBuilder, PolicyEnv } from '../../policy.js';
 import { endpointWeights } from '../../sampling/weights.js';
 import { leastRequestPick } from '../least-request/least-request-policy.js';
-import { ProbePool } from './probe-pool.js';
+import { MAX_PROBE_USES, ProbePool, reuseBudget } from './probe-pool.js';
 
 const spec = {
   /** Probes sent per pick, as a rate (0.04: one probe every 25 picks); 0 = none. Default 0.04. */
   probesPerRequest: opt.number({ min: 0, max: 16, default: 0.04 }),
   /** Endpoints (answers) the probe pool holds; default 16 (the paper's). */
   poolSize: opt.int({ min: 1, max: 256, default: 16 }),
-  /** Picks one answer may serve; default ⌈2 / probesPerRequest⌉ (50 at the default rate). */
-  maxProbeUses: opt.int({ min: 1, max: 100_000, optional: true }),
+  /**
+   * Picks one answer may serve. Default: 2 / answers per pick, measured — about 2 when every
+   * response carries a report, ⌈2 / probesPerRequest⌉ (50 at the default rate) on probes alone.
+   */
+  maxProbeUses: opt.int({ min: 1, max: MAX_PROBE_USES, optional: true }),
   /** Age beyond which an answer is not used, ms; default 1,000. */
   maxProbeAgeMs: opt.number({ min: 0, exclusiveMin: true, default: 1_000 }),
   /** Quantile of recent answers' in-flight counts above which an endpoint is hot; default 0.84. */
@@ -48,11 +57,18 @@ const spec = {
 
 export type PrequalOptions = Parsed<typeof spec>;
 
-/** The reuse budget: the option, else ⌈2 / probesPerRequest⌉ within [1, 100,000]. */
+/**
+ * The reuse budget before answers are counted: the option, else 2 / probesPerRequest within
+ * [1, 100,000] (answers from probes alone; see `reuseBudget`). Without the option the pool then follows the rate
+ * at which answers arrive (`reuseBudget`), piggybacked reports included.
+ *
+ * @example
+ * probeUses(prequalPolicy.parseOptions({ probesPerRequest: 0.5 })) // 4
+ */
 export function probeUses(options: PrequalOptions): number {
   if (options.maxProbeUses !== undefined) return options.maxProbeUses;
   if (options.probesPerRequest <= 0) return 1;
-  return Math.min(100_000, Math.max(1, Math.ceil(2 / options.probesPerRequest)));
+  return reuseBudget(options.probesPerRequest);
 }
 
 /**
@@ -79,7 +95,7 @@ class PrequalBuilder implements PickerBuilder {
     this.#env = env;
     this.#pool = new ProbePool({
       poolSize: options.poolSize,
-      maxProbeUses: probeUses(options),
+      maxProbeUses: options.maxProbeUses ?? { initial: probeUses(options) },
       maxProbeAgeMs: options.maxProbeAgeMs,
       coldQuantile: options.coldQuantile,
     });
@@ -99,7 +115,8 @@ class PrequalBuilder implements PickerBuilder {
     const credit = this.#credit;
     return (context) => {
       credit[0]! += rate;
-      if (credit[0]! >= 1) {
+      // Above one probe per pick, a pick sends several.
+      while (credit[0]! >= 1) {
         credit[0]! -= 1;
         // A uniformly random endpoint; when the pool cannot hold them all, prefer a newcomer.
         let p = random.int(n);

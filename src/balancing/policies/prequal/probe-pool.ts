@@ -8,19 +8,24 @@
  * `named_metrics.latency_ms` if present, else the balancer's own average for the endpoint).
  *
  * Selection is Prequal's hot/cold lexicographic rule over the usable slots (answer younger
- * than `maxProbeAgeMs`, used fewer than `maxProbeUses` times): the answer's RIF moves by this
+ * than `maxProbeAgeMs`, used fewer than the reuse budget's times — fixed, or 2 / answers
+ * taken per pick over the last `REUSE_WINDOW_PICKS` picks): the answer's RIF moves by this
  * balancer's own in-flight change at the endpoint since the answer (requests it sent there
  * minus those that came back — the paper adds 1 per use), a slot is hot when that RIF is
  * above the `coldQuantile` of recent answers' RIF; among cold slots the lowest latency wins
- * (ties: lower RIF), and if all are hot the lowest RIF — or nothing (the caller falls back)
- * when fewer than two slots are usable, since one answer is no comparison. An endpoint below the highest weight
- * (the pushback penalty, or a lighter endpoint) is compared with its RIF + 1 and its latency
+ * (ties: lower RIF). The answer's latency is for a request arriving at the answer's RIF; when
+ * this balancer's own requests have since raised the RIF, the latency is compared scaled by
+ * (RIF now + 1) / (answered RIF + 1), as Linkerd's cost grows with pending requests — else a
+ * fast endpoint would draw every pick until it turned hot, in bursts its server queues. If all
+ * are hot the lowest RIF wins — or nothing (the caller falls back) when fewer than two slots
+ * are usable, since one answer is no comparison. An endpoint below the highest weight (the
+ * pushback penalty, or a lighter endpoint) is compared with its RIF + 1 and its latency
  * multiplied by highest weight / its weight, so even an idle endpoint that pushed back looks
  * busy; endpoints of full weight are compared on their answers as they are.
  *
  * Age is measured against the newest answer the pool has seen, not a clock read (see
  * `#latestMs`): after a long pause, the first picks may use answers from before it, at most
- * `maxProbeUses` times each, until fresh answers arrive and expire them.
+ * the reuse budget's times each, until fresh answers arrive and expire them.
  *
  * A probed endpoint not in the pool takes an empty or spent slot (answer expired and not
  * refreshed, or used up), else — alternately — the oldest or the worst slot (the hottest, or
@@ -34,9 +39,38 @@ import { RifQuantile } from './rif-quantile.js';
 
 export interface ProbePoolOptions {
   readonly poolSize: number;
-  readonly maxProbeUses: number;
+  /**
+   * Picks one answer may serve: a number, or `{ initial }` to follow the answer rate (see
+   * `REUSE_WINDOW_PICKS`), starting from `initial` until the first window is measured.
+   */
+  readonly maxProbeUses: number | { readonly initial: number };
   readonly maxProbeAgeMs: number;
   readonly coldQuantile: number;
+}
+
+/**
+ * Picks over which an adaptive reuse budget measures the answers the pool took (probe answers
+ * and piggybacked reports of pooled endpoints): the budget is then 2 / answers per pick
+ * (`reuseBudget`) — the paper's b_reuse = (1 + δ) / r with δ = 1 and r the rate at which fresh
+ * answers actually arrive, not the probe rate alone.
+ */
+export const REUSE_WINDOW_PICKS = 256;
+/** The largest reuse budget. */
+export const MAX_PROBE_USES = 100_000;
+
+/**
+ * 2 / answersPerPick to the nearest whole use, within [1, MAX_PROBE_USES]; MAX_PROBE_USES when
+ * no answer came. To the nearest, not up: answers taken per pick run a little under one when
+ * every response carries a report (two reports of one endpoint between picks count once), and
+ * rounding up would make that three uses — answers steering picks longer than they stay true.
+ *
+ * @example
+ * reuseBudget(0.9) // 2
+ * reuseBudget(0.04) // 50
+ */
+export function reuseBudget(answersPerPick: number): number {
+  if (!(answersPerPick > 0)) return MAX_PROBE_USES;
+  return Math.min(MAX_PROBE_USES, Math.max(1, Math.round(2 / answersPerPick)));
 }
 
 const PROBED_AT = ReportField.probedAtMs;
@@ -77,9 +111,18 @@ export class ProbePool {
   #evictWorst = false;
   /** `ReportedLoad.changes` when the slots were last refreshed (-1: never). */
   #seenChanges = -1;
+  /** The reuse budget in force. */
+  #maxUses: number;
+  readonly #adaptive: boolean;
+  /** Picks and answers taken in the current reuse window (adaptive budget). */
+  #windowPicks = 0;
+  #windowAnswers = 0;
 
   constructor(options: ProbePoolOptions) {
     this.#o = options;
+    const uses = options.maxProbeUses;
+    this.#adaptive = typeof uses !== 'number';
+    this.#maxUses = typeof uses === 'number' ? uses : uses.initial;
     const m = options.poolSize;
     this.#keys = new Array<string | undefined>(m).fill(undefined);
     this.#pos = new Int32Array(m).fill(-1);
@@ -91,6 +134,11 @@ export class ProbePool {
     this.#ownAtAnswer = new Int32Array(m);
     this.#filledMs = new Float64Array(m);
     this.#quantile = new RifQuantile(options.coldQuantile);
+  }
+
+  /** Picks one answer may serve now (fixed, or following the answer rate). */
+  get maxUses(): number {
+    return this.#maxUses;
   }
 
   /** The in-flight line above which a slot is hot (+∞ before any answer). */
@@ -168,7 +216,12 @@ export class ProbePool {
     const perWeight = this.#perWeight;
     // Answers from before this are too old; never -∞, so a slot without an answer (-∞) is out.
     const oldest = Math.max(this.#latestMs[0]! - this.#o.maxProbeAgeMs, -Number.MAX_VALUE);
-    const maxUses = this.#o.maxProbeUses;
+    if (this.#adaptive && ++this.#windowPicks >= REUSE_WINDOW_PICKS) {
+      this.#maxUses = reuseBudget(this.#windowAnswers / this.#windowPicks);
+      this.#windowPicks = 0;
+      this.#windowAnswers = 0;
+    }
+    const maxUses = this.#maxUses;
     const hotAbove = this.#quantile.threshold;
     let cold = -1;
     let coldLatency = Number.POSITIVE_INFINITY;
@@ -186,7 +239,9 @@ export class ProbePool {
       const rif = w === 1 ? current : (current + 1) * w - 1;
       if (rif <= hotAbove) {
         // NaN latency (a report before any observation or probe) ranks last among the cold.
-        const l = latencies[s]!;
+        // Requests this balancer added since the answer raise it as they raise the RIF.
+        const answered = rifs[s]!;
+        const l = current > answered ? (latencies[s]! * (current + 1)) / (answered + 1) : latencies[s]!;
         const latency = l >= 0 ? l * w : Number.POSITIVE_INFINITY;
         if (cold < 0 || latency < coldLatency || (latency === coldLatency && rif < coldRif)) {
           cold = s;
@@ -237,6 +292,7 @@ export class ProbePool {
         continue;
       }
       if (stamp[s]! > latest) latest = stamp[s]!;
+      this.#windowAnswers++;
       this.#uses[s] = 0;
       this.#ownAtAnswer[s] = own[records[s]!]!;
       this.#quantile.add(this.#rif[s]!);
@@ -244,16 +300,21 @@ export class ProbePool {
     this.#latestMs[0] = latest;
   }
 
-  /** The slot a newcomer takes: empty, else spent, else the oldest or the worst in turn. */
+  /**
+   * The slot a newcomer takes: empty, else spent, else the oldest or the worst in turn. Empty
+   * slots are looked for first, so probes sent before any answer arrived (the pool's clock still
+   * at -∞) fill the pool instead of taking each other's slot.
+   */
   #victim(nowMs: number): number {
     const pos = this.#pos;
+    for (let s = 0; s < pos.length; s++) if ((pos[s] as number) < 0) return s;
     const maxAge = this.#o.maxProbeAgeMs;
     let oldest = 0;
     let oldestAt = Number.POSITIVE_INFINITY;
     for (let s = 0; s < pos.length; s++) {
-      if ((pos[s] as number) < 0) return s;
       const lastNews = Math.max(this.#stamp[s] as number, this.#filledMs[s] as number);
-      if (!(nowMs - lastNews <= maxAge) || (this.#uses[s] as number) >= this.#o.maxProbeUses) return s;
+      // NaN (no clock yet, no news yet) is not spent.
+      if (nowMs - lastNews > maxAge || (this.#uses[s] as number) >= this.#maxUses) return s;
       if (lastNews < oldestAt) {
         oldestAt = lastNews;
         oldest = s;

@@ -16,8 +16,9 @@
  *
  * What pods say of their load reaches the balancers as it would from evenlb servers, for
  * policies that read it (`BalancingPolicy.loadSignals`): every response carries a load report
- * (`PodLoadSignals`: utilization, requests per second and in flight, fed to `report()` as the
- * response ends), and a `SimLoadProber` answers probes on virtual time. A pod that rejects a
+ * read from the pod's own figures (`SimPod`: recent utilization and requests per second, in
+ * flight, and the latency a request arriving now may expect as `named_metrics.latency_ms`, fed
+ * to `report()` as the response ends), and a `SimLoadProber` answers probes on virtual time. A pod that rejects a
  * request (`rejected`) counts as pushback for every policy. `counters()` says how many of each.
  *
  * Per request the work stays in typed arrays: the picked record's index maps to its pod
@@ -27,6 +28,7 @@
  */
 import { Balancer } from '../../../balancing/balancer.js';
 import type { LoadTracker } from '../../../balancing/endpoint-load.js';
+import type { LoadReport } from '../../../balancing/load-report.js';
 import type { PickContext } from '../../../balancing/picker.js';
 import { getPolicy } from '../../../balancing/policy.js';
 import { ErrorCodes, EvenlbError } from '../../../core/errors.js';
@@ -39,8 +41,9 @@ import { clientCount } from '../../scenario/scenario-text.js';
 import type { DataplaneCounters } from '../dataplane.js';
 import type { RequestPicker } from '../per-request-router.js';
 import { DiscoveryLag } from './discovery-lag.js';
-import { PodLoadSignals } from './pod-load-signals.js';
 import { SimLoadProber } from './sim-load-prober.js';
+
+type MutableReport = { -readonly [K in keyof LoadReport]: LoadReport[K] };
 
 /** How many balancers a scenario runs, and which one serves client `i` (`i % count`). */
 export function balancerCount(ctx: SimulationContext, kind: 'load' | 'hash'): number {
@@ -99,8 +102,9 @@ export class BalancerPicker implements RequestPicker {
   readonly #lag: DiscoveryLag | undefined;
   /** Draw a fresh random key per request (hash policies keyed by request); load policies ignore keys. */
   readonly #requestKeys: boolean;
-  /** Pods' own load figures, when the policy reads reports or probes. */
-  readonly #signals: PodLoadSignals | undefined;
+  /** One report object, rewritten for each response (the reader copies what it keeps). */
+  readonly #report: MutableReport = { applicationUtilization: 0, rpsFractional: 0, eps: 0 };
+  readonly #named: Record<string, number> = { inflight: 0, latency_ms: 0 };
   readonly #reports: boolean;
   readonly #prober: SimLoadProber | undefined;
   #loadReports = 0;
@@ -110,9 +114,8 @@ export class BalancerPicker implements RequestPicker {
     this.#ctx = ctx;
     const reads = getPolicy(policy).loadSignals ?? [];
     this.#reports = reads.includes('reports');
-    this.#signals = reads.length > 0 ? new PodLoadSignals() : undefined;
-    this.#prober =
-      this.#signals !== undefined && reads.includes('probes') ? new SimLoadProber(ctx, this.#signals) : undefined;
+    this.#report.namedMetrics = this.#named;
+    this.#prober = reads.includes('probes') ? new SimLoadProber(ctx) : undefined;
     this.#requestKeys = kind === 'hash' && ctx.scenario.clients.hashKey === 'request';
     const count = balancerCount(ctx, kind);
     const c = ctx.scenario.clients;
@@ -180,29 +183,30 @@ export class BalancerPicker implements RequestPicker {
     requests.loadOwner[slot] = b;
     requests.loadIndex[slot] = index;
     requests.loadStartMs[slot] = (this.#trackers[b] as LoadTracker).startAt(index);
-    this.#signals?.delivered(pod, slot, this.#ctx.scheduler.now);
     return pod;
   }
 
   done(slot: number): void {
     const requests = this.#ctx.requests;
-    const signals = this.#signals;
-    const now = this.#ctx.scheduler.now;
-    if (signals !== undefined) {
+    const b = requests.loadOwner[slot] as number;
+    if (this.#reports && b >= 0) {
+      // The response carries the pod's report; the balancer reads it as the response ends.
+      const now = this.#ctx.scheduler.now;
       const pod = this.#ctx.pods[requests.pod[slot] as number] as SimPod;
-      signals.completed(pod, slot, now - (requests.sentMs[slot] as number), now);
-      const b = requests.loadOwner[slot] as number;
-      if (this.#reports && b >= 0) {
-        // The response carries the pod's report; the balancer reads it as the response ends.
-        (this.#trackers[b] as LoadTracker).reported.report(
-          requests.loadIndex[slot] as number,
-          signals.report(pod, now),
-          now,
-        );
-        this.#loadReports++;
-      }
+      (this.#trackers[b] as LoadTracker).reported.report(requests.loadIndex[slot] as number, this.#fill(pod, now), now);
+      this.#loadReports++;
     }
     this.#end(slot, true);
+  }
+
+  /** The report `pod` attaches to a response now, from its own figures. Valid until the next call. */
+  #fill(pod: SimPod, nowMs: number): LoadReport {
+    const r = this.#report;
+    r.applicationUtilization = pod.recentUtilization(nowMs);
+    r.rpsFractional = pod.recentRequestsPerSecond(nowMs);
+    this.#named.inflight = pod.inFlight;
+    this.#named.latency_ms = pod.latencyEstimateMs;
+    return r;
   }
 
   rejected(slot: number): void {

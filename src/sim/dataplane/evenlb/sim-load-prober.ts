@@ -1,8 +1,8 @@
 /**
  * Load probes on virtual time, for the evenlb dataplanes whose policy probes (`prequal`). A
  * probe travels to the pod for half of `rttMs`, the pod answers from its state at that moment
- * — requests in flight (in service plus queued) and its latency estimate (see
- * `PodLoadSignals`) — and the answer reaches the balancer's load record after the other half
+ * — requests in flight (in service plus queued) and the latency a request arriving now may
+ * expect (`SimPod.inFlight`, `SimPod.latencyEstimateMs`) — and the answer reaches the balancer's load record after the other half
  * (`EndpointLoad.probed`). A probe to a pod that is gone, or gone by the time it arrives, gets
  * no answer (a refused connection). Probes in flight sit in slots of typed arrays reused
  * through a free list, so probing allocates nothing once the table has grown; `sent` and
@@ -13,7 +13,6 @@ import type { TrackedEndpoint } from '../../../balancing/picker.js';
 import type { LoadProber } from '../../../balancing/policy.js';
 import type { SimPod } from '../../model/sim-pod.js';
 import type { SimulationContext } from '../../model/simulation-context.js';
-import type { PodLoadSignals } from './pod-load-signals.js';
 
 /** Default probe round trip inside a cluster, ms. */
 export const PROBE_RTT_MS = 0.5;
@@ -24,7 +23,6 @@ export class SimLoadProber implements LoadProber {
   /** Answers delivered to a load record, ever. */
   answered = 0;
   readonly #ctx: SimulationContext;
-  readonly #signals: PodLoadSignals;
   readonly #halfRttMs: number;
   readonly #kArrive: number;
   readonly #kAnswer: number;
@@ -34,9 +32,8 @@ export class SimLoadProber implements LoadProber {
   #latencyMs = new Float64Array(16);
   readonly #free: number[] = [];
 
-  constructor(ctx: SimulationContext, signals: PodLoadSignals, rttMs = PROBE_RTT_MS) {
+  constructor(ctx: SimulationContext, rttMs = PROBE_RTT_MS) {
     this.#ctx = ctx;
-    this.#signals = signals;
     this.#halfRttMs = rttMs / 2;
     this.#kArrive = ctx.scheduler.register((slot) => this.#arrive(slot));
     this.#kAnswer = ctx.scheduler.register((slot) => this.#answer(slot));
@@ -44,6 +41,7 @@ export class SimLoadProber implements LoadProber {
 
   probe(target: TrackedEndpoint): void {
     this.sent++;
+    this.#ctx.probeSent();
     const pod = this.#ctx.podOf(target.endpoint);
     if (pod === undefined || pod.state === 'gone') return;
     const slot = this.#alloc();
@@ -59,8 +57,8 @@ export class SimLoadProber implements LoadProber {
       this.#release(slot);
       return;
     }
-    this.#inFlight[slot] = this.#signals.inFlight(pod);
-    this.#latencyMs[slot] = this.#signals.latencyMs(pod);
+    this.#inFlight[slot] = pod.inFlight;
+    this.#latencyMs[slot] = pod.latencyEstimateMs;
     this.#ctx.scheduler.after(this.#halfRttMs, this.#kAnswer, slot);
   }
 
