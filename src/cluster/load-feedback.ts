@@ -17,6 +17,7 @@
  */
 import type { EndpointLoad } from '../balancing/endpoint-load.js';
 import { LOAD_REPORT_HEADER, type LoadReport, parseLoadReport } from '../balancing/load-report.js';
+import { grpcStatusOf } from './grpc-outcome.js';
 
 /** What a response said, as a transport hands it to `Attempt.end`. Every field is optional. */
 export interface AttemptResponse {
@@ -105,6 +106,20 @@ export function headerValue(headers: ResponseHeaders | null | undefined, name: s
 }
 
 /**
+ * The `endpoint-load-metrics` value of `headers` when the cluster reads reports
+ * (`ClusterInternals.readsReports`), else undefined without looking.
+ *
+ * @example
+ * exchange.loadReport = loadReportHeader(head.headers, internals.readsReports);
+ */
+export function loadReportHeader(
+  headers: ResponseHeaders | null | undefined,
+  readsReports: boolean,
+): string | undefined {
+  return readsReports ? headerValue(headers, LOAD_REPORT_HEADER) : undefined;
+}
+
+/**
  * What an HTTP response says for `Attempt.end`: its status, and its `endpoint-load-metrics` value
  * when the cluster reads reports (`ClusterInternals.readsReports`).
  *
@@ -116,7 +131,26 @@ export function httpAttemptResponse(
   headers: ResponseHeaders | null | undefined,
   readsReports: boolean,
 ): AttemptResponse {
-  return readsReports ? { status, loadReport: headerValue(headers, LOAD_REPORT_HEADER) } : { status };
+  return readsReports ? { status, loadReport: loadReportHeader(headers, true) } : { status };
+}
+
+/**
+ * What an HTTP/2 response says for `Attempt.end` (the proxy's `h2` clusters): its status, its
+ * `grpc-status` (trailers, else a trailers-only head) and, when the cluster reads reports, its
+ * `endpoint-load-metrics` value (trailers — where gRPC servers put it — else the head).
+ *
+ * @example
+ * attempt.end(outcome, h2AttemptResponse(status, head, trailers, internals.readsReports));
+ */
+export function h2AttemptResponse(
+  status: number,
+  head: ResponseHeaders | undefined,
+  trailers: ResponseHeaders | undefined,
+  readsReports: boolean,
+): AttemptResponse {
+  const grpcStatus = grpcStatusOf(headerValue(trailers, 'grpc-status') ?? headerValue(head, 'grpc-status'));
+  if (!readsReports) return { status, grpcStatus };
+  return { status, grpcStatus, loadReport: loadReportHeader(trailers, true) ?? loadReportHeader(head, true) };
 }
 
 /** grpc-js `Metadata`, as far as reading one key goes. */

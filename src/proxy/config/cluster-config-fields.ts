@@ -82,6 +82,8 @@ export const proxyClusterFields = {
   slowStartMinWeightPercent: { path: 'slowStartMinWeightPercent' },
   herdingGuard: { path: 'herdingGuard' },
   zoneRouting: { path: 'zoneRouting' },
+  pushback: { path: 'pushback' },
+  loadProbes: { path: 'loadProbes' },
   tls: { path: 'tls', nested: { spec: clusterTlsSpec, fields: tlsFields, clientOnly: tlsClientOnly } },
 } as const satisfies { readonly [K in keyof typeof clusterOptionsSpec]?: ProxyField };
 
@@ -123,8 +125,6 @@ export const CLIENT_ONLY_CLUSTER_OPTIONS = {
   random: 'a programmatic object (ProxyServer options)',
   sourceOptions: 'discovery tuning is not part of the proxy file',
   observer: 'the proxy installs its own metrics observer',
-  pushback: 'the proxy uses the default pushback penalty',
-  loadProbes: 'the proxy probes with the defaults (each endpoint own port, the default load path)',
 } as const satisfies { readonly [K in keyof typeof clusterOptionsSpec]?: string };
 
 /** Reads a file for real, when a `ProxyCluster` is built. */
