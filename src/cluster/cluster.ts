@@ -25,19 +25,14 @@
  * const res = await request('https://webhook.policy.svc:8443/validate', { dispatcher: cluster.dispatcher });
  * await cluster.close();
  */
-import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { Balancer } from '../balancing/balancer.js';
 import { OutlierDetector } from '../balancing/outlier-detector.js';
 import type { PickContext } from '../balancing/picker.js';
-import { ensureBuiltinPolicies } from '../balancing/policies/index.js';
-import { getPolicy } from '../balancing/policy.js';
 import { type Clock, systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import type { EvenlbError } from '../core/errors.js';
 import { FeatureGates } from '../core/feature-gates.js';
-import { normalizeHost } from '../core/host.js';
-import { parseOptions } from '../core/options.js';
 import { createRandom, type Random } from '../core/random.js';
 import { Shutdown } from '../core/shutdown.js';
 import { createEndpointSource } from '../discovery/create-endpoint-source.js';
@@ -51,15 +46,15 @@ import { ClusterLedger } from './cluster-ledger.js';
 import {
   balancerOptions,
   type ClusterOptions,
-  loadProbesSpec,
   type ParsedClusterOptions,
   parseClusterOptions,
 } from './cluster-options.js';
+import { clusterProber } from './cluster-prober.js';
 import { type ClusterStats, collectClusterStats } from './cluster-stats.js';
 import { ClusterTransport } from './cluster-transport.js';
 import { controllerHandler } from './controller-handler.js';
 import { DiscoveryWait } from './discovery-wait.js';
-import { HttpLoadProber } from './http-load-prober.js';
+import type { HttpLoadProber } from './http-load-prober.js';
 import { forEndpoint, isHttpsOrigin, ServiceAuthority } from './request-headers.js';
 import { RetryPolicy, type RetryReason } from './retry-policy.js';
 import { RoutedRequest, type RoutedRequestHost } from './routed-request.js';
@@ -97,9 +92,8 @@ export class Cluster {
   readonly #unsubscribe: () => void;
   #legacyExclude: string | undefined;
   readonly #authority: ServiceAuthority;
-  /** Load probes, when the policy reads them and `loadProbes` is not `false`. */
+  /** Load probes (when the policy reads them), and the endpoint keys they may ask (eligible now). */
   readonly #prober: HttpLoadProber | undefined;
-  /** Eligible endpoint keys of the last snapshot (what the prober may ask). */
   #eligible: ReadonlySet<string> = new Set();
   /** Where the next search for a usable endpoint starts in the picker's list (`acquireUsable`). */
   readonly #usableFrom = { next: 0 };
@@ -132,9 +126,8 @@ export class Cluster {
     const random: Random = o.random ?? createRandom();
     const gates = FeatureGates.parse(o.featureGates);
     this.mode = gates.enabled('RoundTripLoadBalancing') ? 'round-trip' : 'legacy';
-    this.#prober = this.#makeProber(o);
-    const prober = this.#prober === undefined ? {} : { prober: this.#prober };
-    this.#balancer = new Balancer({ ...balancerOptions(o, this.#clock, random), ...prober });
+    this.#prober = clusterProber(o, this.#clock, (key) => this.#eligible.has(key) && !this.#closed);
+    this.#balancer = new Balancer({ ...balancerOptions(o, this.#clock, random), prober: this.#prober });
     this.#internals = this.#makeInternals();
     if (o.outlierDetection !== false) {
       const balancer = this.#balancer;
@@ -245,23 +238,6 @@ export class Cluster {
         return () => this.#eligibleListeners.delete(listener);
       },
     };
-  }
-
-  /** The HTTP prober for a policy that reads probe answers (`loadProbes` not `false`). */
-  #makeProber(o: ParsedClusterOptions): HttpLoadProber | undefined {
-    ensureBuiltinPolicies();
-    if (o.loadProbes === false || getPolicy(o.policy).loadSignals?.includes('probes') !== true) return undefined;
-    const observer = o.observer;
-    return new HttpLoadProber({
-      options: o.loadProbes ?? parseOptions(`cluster ${o.name} loadProbes`, {}, loadProbesSpec),
-      clock: this.#clock,
-      probeable: (key) => this.#eligible.has(key) && !this.#closed,
-      tls: o.tls,
-      servername: serviceHostName(o.authority ?? o.name),
-      ...(observer?.loadProbe === undefined
-        ? {}
-        : { onResult: (key, result) => observer.loadProbe?.(o.name, key, result) }),
-    });
   }
 
   #elsewhere(key: string | undefined): boolean {
@@ -428,10 +404,4 @@ export class Cluster {
     this.#outlier?.close();
     this.#balancer.close();
   }
-}
-
-/** The host name of a `host[:port]` authority, for a TLS server name; undefined for an IP address. */
-function serviceHostName(authority: string): string | undefined {
-  const host = normalizeHost(authority);
-  return host === '' || isIP(host.charCodeAt(0) === 91 /* [ */ ? host.slice(1, -1) : host) !== 0 ? undefined : host;
 }

@@ -8,11 +8,10 @@
  * thing that differs between client protocols: how a head, body bytes, the end, a local reply or
  * a cut are written.
  *
- * An attempt ends with what its response said (`Attempt.end(outcome, this)`: status, load
- * report). Retries go through the cluster's one retry policy (`attempt.retry`). A `retryOn`
- * response is withheld only while a retry will really be made (`attempt.wouldRetry`), buffered
- * up to the cluster's `retryBufferBytes` (a larger body goes to the client as it is, not
- * retried); when the retry cannot be made after all, it is delivered as it was.
+ * An attempt ends with its response's status and load report (`Attempt.end(outcome, this)`);
+ * retries go through the cluster's one retry policy (`attempt.retry`). A `retryOn` response is
+ * withheld only while a retry will be made (`attempt.wouldRetry`), buffered up to
+ * `retryBufferBytes` (a larger body goes out as it is); if the retry fails to happen, it is sent.
  *
  * Deadlines are checked by a sweep (`check(nowMs)`, the listener's, never a timer per request):
  * the response head within the cluster's `requestTimeoutMs` of each attempt (else 504
@@ -56,7 +55,7 @@ export class Http1Exchange implements ResponseSink, Swept, AttemptResponse {
   #conn: UpstreamConnection | undefined;
   /** The current attempt's status (0 before a head) and load report (when read): its `AttemptResponse`. */
   status = 0;
-  loadReport: string | undefined = undefined;
+  loadReport: string | undefined;
   /** A response byte arrived for the current attempt. */
   responded = false;
   /** Something of a response was handed to the sink. */

@@ -89,11 +89,7 @@ export interface FairShareStats {
   readonly decisions: Readonly<Record<string, number>>;
 }
 
-/**
- * One server's fair-share shedding. With `serveLoadPort` false the caller serves the load
- * document on `loadPort` (a recycled node server's `LoadEndpoint`, shared with load probes);
- * the shedder still asks peers there.
- */
+/** One server's shedding; `serveLoadPort` false: the caller serves the load document (`LoadEndpoint`). */
 export class FairShareShedder {
   readonly #host: ShedderHost;
   readonly #settings: FairShareSettings;
