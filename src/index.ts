@@ -64,11 +64,13 @@ export type {
   ClusterOptions,
   ClusterSettings,
   ClusterTlsOptions,
+  LoadProbeResult,
   ParsedClusterOptions,
   PemInput,
   RequestOutcome,
 } from './cluster/cluster-options.js';
 export type { ClusterStats, EndpointState, EndpointStats, ZoneStats } from './cluster/cluster-stats.js';
+export type { LoadProbeStats } from './cluster/http-load-prober.js';
 export type {
   AttemptFailure,
   RetryPolicy,

@@ -14,7 +14,9 @@
  * `connectionsPerEndpoint` is the Agent's `maxSockets` (per pool key, i.e. per endpoint).
  * When an endpoint leaves the eligible set its free sockets are destroyed at once and busy
  * ones when their request ends. Not done here: retries (a `ClientRequest` cannot be replayed
- * by its agent) — connect failures still count for outlier detection.
+ * by its agent) — connect failures still count for outlier detection. Each response's status
+ * (pushback) and, when the policy reads them, its load report go to the cluster with the
+ * attempt's end; probes (`loadProbes`) are the cluster's own.
  *
  * @example
  * const agent = createHttpAgent({ protocol: 'https:', routes: { 'webhook.policy.svc:443': 'k8s:///webhook.policy:443' },
@@ -29,6 +31,7 @@ import type { Attempt } from '../cluster/attempt.js';
 import type { Cluster } from '../cluster/cluster.js';
 import { clusterInternals } from '../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../cluster/cluster-options.js';
+import { type AttemptResponse, httpAttemptResponse } from '../cluster/load-feedback.js';
 import { classifyFailure, outcomeOf } from '../cluster/retry-policy.js';
 import { systemClock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
@@ -211,17 +214,19 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
         // Legacy: the pool stays keyed by the Service; the endpoint is chosen when dialling.
         req.once('socket', (s: Socket) => {
           const endpoint = (s as TrackedSocket)[kMeta]?.endpoint;
-          if (endpoint !== undefined) this.#account(req, clusterInternals(cluster).track(endpoint));
+          const internals = clusterInternals(cluster);
+          if (endpoint !== undefined) this.#account(req, internals.track(endpoint), internals.readsReports);
           else
             s.once('connect', () => {
               const e = (s as TrackedSocket)[kMeta]?.endpoint;
-              if (e !== undefined) this.#account(req, clusterInternals(cluster).track(e));
+              if (e !== undefined) this.#account(req, internals.track(e), internals.readsReports);
             });
         });
         superAdd({ ...options, [kMeta]: meta });
         return;
       }
-      const ticket = clusterInternals(cluster).acquire();
+      const internals = clusterInternals(cluster);
+      const ticket = internals.acquire();
       if (ticket instanceof EvenlbError) {
         if (ticket.code !== 'EVENLB_DISCOVERY_PENDING') {
           failRequest(req, ticket);
@@ -233,7 +238,7 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
         );
         return;
       }
-      this.#account(req, ticket);
+      this.#account(req, ticket, internals.readsReports);
       const ep = ticket.endpoint;
       const tlsOptions = this.#tlsOptions(cluster, bare);
       superAdd({
@@ -301,17 +306,21 @@ export function createHttpAgent(options: BalancedHttpAgentOptions = {}): Balance
       };
     }
 
-    #account(req: http.ClientRequest, ticket: Attempt): void {
+    #account(req: http.ClientRequest, ticket: Attempt, readsReports: boolean): void {
       let outcome: RequestOutcome | undefined;
+      let response: AttemptResponse | undefined;
       req.once('response', (res: http.IncomingMessage) => {
-        outcome = (res.statusCode ?? 0) >= 500 ? 'http-error' : 'success';
+        const status = res.statusCode ?? 0;
+        outcome = status >= 500 ? 'http-error' : 'success';
+        // `res.headers` is built on first read: only a cluster that reads reports reads it.
+        response = httpAttemptResponse(status, readsReports ? res.headers : undefined, readsReports);
       });
       req.once('error', (err: NodeJS.ErrnoException) => {
         // The cluster's one classification; node:http cannot tell how much was written, so a
         // connect-failure code on a fresh socket counts as a connect failure.
         if (outcome === undefined) outcome = outcomeOf(classifyFailure(err, false, req.reusedSocket));
       });
-      req.once('close', () => ticket.end(outcome ?? (req.destroyed ? 'aborted' : 'success')));
+      req.once('close', () => ticket.end(outcome ?? (req.destroyed ? 'aborted' : 'success'), response));
     }
 
     #track(cluster: Cluster, socket: TrackedSocket): void {

@@ -11,6 +11,7 @@ import type { Endpoint } from '../core/endpoint.js';
 import { EvenlbError } from '../core/errors.js';
 import type { Attempt, AttemptRequest, RetryCounts } from './attempt.js';
 import type { RequestOutcome } from './cluster-options.js';
+import type { AttemptResponse } from './load-feedback.js';
 import { type AttemptFailure, noRetries, outcomeOf, type RetryPolicy, type RetryReason } from './retry-policy.js';
 
 /** What an attempt chain needs from its cluster. */
@@ -22,8 +23,8 @@ export interface AttemptHost {
   pick(exclude: string | undefined, hash: number | undefined): Endpoint | EvenlbError;
   /** Starts the endpoint's load record and window count; returns the start time. */
   open(endpoint: Endpoint): number;
-  /** Ends the load record started at `startMs` with `outcome` (outlier detection, metrics). */
-  settle(key: string, startMs: number, outcome: RequestOutcome): void;
+  /** Ends the load record started at `startMs` with `outcome` and what `response` said (outlier detection, metrics). */
+  settle(key: string, startMs: number, outcome: RequestOutcome, response: AttemptResponse | undefined): void;
   /** Takes back the load record started at `startMs`; `request` also uncounts its request. */
   withdraw(key: string, startMs: number, request: boolean): void;
   /** Counts one retry (stats, observer). */
@@ -71,15 +72,19 @@ class ChainAttempt implements Attempt {
     this.#startMs = host.open(endpoint);
   }
 
-  end(outcome: RequestOutcome): void {
+  end(outcome: RequestOutcome, response?: AttemptResponse): void {
     if (!this.#open) return;
     this.#open = false;
-    this.#host.settle(this.endpoint.key, this.#startMs, outcome);
+    this.#host.settle(this.endpoint.key, this.#startMs, outcome, response);
   }
 
-  retry(failure: AttemptFailure, request: AttemptRequest): Attempt | EvenlbError | undefined {
+  retry(
+    failure: AttemptFailure,
+    request: AttemptRequest,
+    response?: AttemptResponse,
+  ): Attempt | EvenlbError | undefined {
     if (!this.#open) return undefined;
-    this.end(outcomeOf(failure));
+    this.end(outcomeOf(failure), response ?? (failure.type === 'status' ? { status: failure.status } : undefined));
     const reason = this.#reasonFor(failure, request);
     if (reason === undefined) return undefined;
     const host = this.#host;

@@ -25,6 +25,12 @@ export interface ClusterInternals {
   /** The cluster's balancer: read its picker and endpoint set; the cluster alone updates it. */
   readonly balancer: Balancer;
   /**
+   * True when the cluster's policy reads load reports: a transport then hands the
+   * `endpoint-load-metrics` value of each response to `Attempt.end` (`httpAttemptResponse`,
+   * `grpcAttemptResponse`); otherwise it need not look for it.
+   */
+  readonly readsReports: boolean;
+  /**
    * Picks an endpoint for one request sent by another transport and starts its accounting:
    * the transport sends to `attempt.endpoint`, then calls `attempt.end(outcome)` once, or
    * `attempt.retry(failure, request)` for the next attempt under the cluster's retry policy.

@@ -6,8 +6,13 @@
  * is counted once, the same way, whatever carried it; its end feeds outlier detection and the
  * observer. An endpoint's entry is dropped once discovery no longer knows it and nothing of it
  * is left (no request in flight, no connection of the cluster's own pools).
+ *
+ * An attempt's end also applies what its response said of the endpoint's load (pushback, the
+ * load report when the policy reads reports; `load-feedback.ts`), before the load record ends,
+ * so that a report and its request's end are seen together.
  */
 import type { Balancer } from '../balancing/balancer.js';
+import type { EndpointLoad } from '../balancing/endpoint-load.js';
 import type { OutlierDetector } from '../balancing/outlier-detector.js';
 import type { Clock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
@@ -16,6 +21,7 @@ import type { CloseReason } from '../pool/lifetime-policy.js';
 import type { ClusterObserver, RequestOutcome } from './cluster-options.js';
 import type { ClusterStatsInput } from './cluster-stats.js';
 import { EndpointEntry, WINDOW_BUCKETS } from './endpoint-entry.js';
+import { type AttemptResponse, applyResponse } from './load-feedback.js';
 import type { RetryReason } from './retry-policy.js';
 
 /** What the ledger needs of its cluster. */
@@ -37,6 +43,10 @@ export class ClusterLedger {
   requests = 0;
   /** Extra attempts made. */
   retries = 0;
+  /** Load reports recorded, and ignored as malformed. */
+  readonly loadReports = { recorded: 0, ignored: 0 };
+  /** True when the balancer's policy reads load reports (they are parsed only then). */
+  readonly readsReports: boolean;
   readonly entries = new Map<string, EndpointEntry>();
   /** Connections other transports reported open, per endpoint key. */
   readonly external = new Map<string, number>();
@@ -47,6 +57,7 @@ export class ClusterLedger {
   constructor(parts: LedgerParts) {
     this.#p = parts;
     this.bucketMs = parts.statsWindowMs / WINDOW_BUCKETS;
+    this.readsReports = parts.balancer.policy.loadSignals?.includes('reports') ?? false;
   }
 
   /** Counts in the window an attempt whose load record was started at `startMs` (the hot path's picker did). */
@@ -61,12 +72,17 @@ export class ClusterLedger {
     return startMs;
   }
 
-  /** Ends the load record started at `startMs` with `outcome`: outlier detection, the observer. */
-  settle(key: string, startMs: number, outcome: RequestOutcome): void {
+  /**
+   * Ends the load record started at `startMs` with `outcome`: what `response` said (pushback, its
+   * load report), outlier detection, the observer.
+   */
+  settle(key: string, startMs: number, outcome: RequestOutcome, response?: AttemptResponse): void {
     const p = this.#p;
     const ok = outcome === 'success' || outcome === 'aborted';
     const now = p.clock.now();
-    p.balancer.loads.peek(key)?.end(startMs, ok, now);
+    const load = p.balancer.loads.peek(key);
+    if (response !== undefined && load !== undefined) this.#feedback(key, load, response, now);
+    load?.end(startMs, ok, now);
     if (outcome !== 'aborted') p.outlier?.record(key, ok);
     p.observer?.requestEnded?.(p.name, key, outcome, now - startMs);
   }
@@ -80,6 +96,17 @@ export class ClusterLedger {
     this.entries.get(key)?.window.add(Math.floor(startMs / this.bucketMs), -1);
     if (request) this.requests--;
     this.forgetIfGone(key);
+  }
+
+  #feedback(key: string, load: EndpointLoad, response: AttemptResponse, now: number): void {
+    const applied = applyResponse(load, response, this.readsReports, now);
+    const observer = this.#p.observer;
+    if (applied.pushback) observer?.pushback?.(this.#p.name, key);
+    if (applied.report === 'none') return;
+    const recorded = applied.report === 'recorded';
+    if (recorded) this.loadReports.recorded++;
+    else this.loadReports.ignored++;
+    observer?.loadReport?.(this.#p.name, key, recorded);
   }
 
   retried(reason: RetryReason): void {
@@ -134,7 +161,7 @@ export class ClusterLedger {
   }
 
   /** What the cluster's stats read from here (the transport's pools and discovery are the cluster's). */
-  statsParts(): Omit<ClusterStatsInput, 'target' | 'mode' | 'discovery' | 'poolsOf' | 'pools'> {
+  statsParts(): Omit<ClusterStatsInput, 'target' | 'mode' | 'discovery' | 'poolsOf' | 'pools' | 'loadProbes'> {
     const p = this.#p;
     return {
       name: p.name,
@@ -148,6 +175,7 @@ export class ClusterLedger {
       entries: this.entries,
       externalConnections: this.external,
       timesEjected: (key) => p.outlier?.state(key).timesEjected ?? 0,
+      loadReports: this.loadReports,
     };
   }
 

@@ -5,8 +5,10 @@
  * defaults and per route, so one spec validates all three places.
  */
 import type { BalancerOptions } from '../balancing/balancer.js';
+import { DEFAULT_LOAD_PATH, isLoadPath, LOAD_PATH_EXPECTED } from '../balancing/load-document.js';
 import { outlierDetectionSpec } from '../balancing/outlier-detector.js';
 import { herdingGuardSpec } from '../balancing/shaping/herding-guard.js';
+import { pushbackSpec } from '../balancing/shaping/pushback-penalty.js';
 import { zoneRoutingSpec } from '../balancing/shaping/zone-preference.js';
 import { type Clock, isClock } from '../core/clock.js';
 import type { FeatureGates } from '../core/feature-gates.js';
@@ -43,6 +45,25 @@ export const clusterTlsSpec = {
 
 export type ClusterTlsOptions = Parsed<typeof clusterTlsSpec>;
 
+/** Options of a cluster's load probes (`ClusterOptions.loadProbes`). */
+export const loadProbesSpec = {
+  /** Port the endpoints serve their load document on (`reportLoad`'s `loadPort`); default each endpoint's own port. */
+  port: opt.int({ min: 1, max: 65535, optional: true }),
+  /** Path of the load document; default `/.well-known/evenlb/load`. */
+  path: opt.custom<string, { default: string }>(LOAD_PATH_EXPECTED, isLoadPath, { default: DEFAULT_LOAD_PATH }),
+  /** A probe without an answer within this long has failed, ms; default 500. */
+  timeoutMs: opt.number({ min: 1, max: 60_000, default: 500 }),
+  /** Probes in flight at once, at most; default 4. */
+  maxConcurrent: opt.int({ min: 1, max: 256, default: 4 }),
+  /** Probes waiting for their turn, at most (more are skipped); default 64. */
+  maxQueued: opt.int({ min: 0, max: 10_000, default: 64 }),
+  /** Probe over HTTPS with the cluster's `tls` settings (a load document served by an HTTPS server on its own port); default false. */
+  tls: opt.boolean({ default: false }),
+};
+
+/** Load probe options as parsed. */
+export type LoadProbeOptions = Parsed<typeof loadProbesSpec>;
+
 /** Tunables shared by `ClusterOptions`, `BalancedAgentOptions` and per-route options. */
 export const clusterSettingsSpec = {
   /** Balancing policy name (`least-request`, `round-robin`, ...); default `least-request`. */
@@ -62,6 +83,12 @@ export const clusterSettingsSpec = {
    * `herdingGuardSpec`), or `false`; default on.
    */
   herdingGuard: opt.object(herdingGuardSpec, { optional: true, orFalse: true }),
+  /**
+   * The pushback penalty: an endpoint answering 429, 503 or gRPC RESOURCE_EXHAUSTED gets
+   * `factor` times less weight, fading over `windowMs` (`pushbackSpec`; defaults 10 and
+   * 5,000 ms), or `false`; default on, for every policy but the hash policies.
+   */
+  pushback: opt.object(pushbackSpec, { optional: true, orFalse: true }),
   /**
    * Load-aware zone routing (`zone`, `mode`, `loadBand`, `probePercent`, `maxSpillPercent`;
    * `zoneRoutingSpec`). The caller's zone defaults to the `EVENLB_ZONE` environment variable.
@@ -102,6 +129,13 @@ export const clusterSettingsSpec = {
   ),
   /** TLS settings for `https:` origins. */
   tls: opt.object(clusterTlsSpec, { optional: true }),
+  /**
+   * Load probes for policies that read them (`prequal`): where endpoints serve their load
+   * document (`port`, `path`), `timeoutMs`, `maxConcurrent`, `maxQueued`, `tls`
+   * (`loadProbesSpec`); `false` switches probing off (the policy falls back). Default on, asking
+   * each endpoint's own port at `/.well-known/evenlb/load`.
+   */
+  loadProbes: opt.object(loadProbesSpec, { optional: true, orFalse: true }),
   /** Offer h2 in ALPN to HTTPS endpoints; default false (http/1.1 only, as kube-apiserver does for Services). */
   allowH2: opt.boolean({ default: false }),
   /** Speak HTTP/2 with prior knowledge to `http:` endpoints (h2c, e.g. gRPC); default false. */
@@ -131,7 +165,16 @@ export interface ClusterObserver {
   connectionOpened?(cluster: string, endpoint: string): void;
   connectionClosed?(cluster: string, endpoint: string, reason: CloseReason): void;
   ejected?(cluster: string, endpoint: string, durationMs: number): void;
+  /** The endpoint pushed back (answered 429, 503 or RESOURCE_EXHAUSTED). */
+  pushback?(cluster: string, endpoint: string): void;
+  /** A response's load report was recorded (`recorded` true) or ignored as malformed (policies that read reports). */
+  loadReport?(cluster: string, endpoint: string, recorded: boolean): void;
+  /** A load probe was sent, answered, failed, or skipped (its queue was full, or the endpoint left). */
+  loadProbe?(cluster: string, endpoint: string, result: LoadProbeResult): void;
 }
+
+/** What became of a load probe (`ClusterObserver.loadProbe`). */
+export type LoadProbeResult = 'sent' | 'answered' | 'failed' | 'skipped';
 
 const isRandom = (v: unknown): v is Random =>
   isObject(v) && typeof v.next === 'function' && typeof v.int === 'function';
@@ -201,13 +244,14 @@ export function balancerOptions(
 export function balancerShaping(
   o: Pick<
     ParsedClusterOptions,
-    'slowStartMs' | 'slowStartAggression' | 'slowStartMinWeightPercent' | 'herdingGuard' | 'zoneRouting'
+    'slowStartMs' | 'slowStartAggression' | 'slowStartMinWeightPercent' | 'herdingGuard' | 'zoneRouting' | 'pushback'
   >,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): {
   slowStart: Record<string, number>;
   herdingGuard?: Record<string, unknown> | false;
   zoneRouting: Record<string, unknown>;
+  pushback?: Record<string, unknown> | false;
 } {
   const slowStart: Record<string, number> = {};
   if (o.slowStartMs !== undefined) slowStart.windowMs = o.slowStartMs;
@@ -216,7 +260,12 @@ export function balancerShaping(
   const envZone = env.EVENLB_ZONE;
   const zoneRouting: Record<string, unknown> = { ...(o.zoneRouting ?? {}) };
   if (zoneRouting.zone === undefined && envZone !== undefined && envZone !== '') zoneRouting.zone = envZone;
-  return { slowStart, ...(o.herdingGuard === undefined ? {} : { herdingGuard: o.herdingGuard }), zoneRouting };
+  return {
+    slowStart,
+    ...(o.herdingGuard === undefined ? {} : { herdingGuard: o.herdingGuard }),
+    zoneRouting,
+    ...(o.pushback === undefined ? {} : { pushback: o.pushback }),
+  };
 }
 
 /** Parses cluster options once (unknown keys rejected). */

@@ -10,6 +10,7 @@ import type { Endpoint } from '../core/endpoint.js';
 import { type Imbalance, imbalance } from '../metrics/imbalance.js';
 import type { EndpointPool } from '../pool/endpoint-pool.js';
 import type { EndpointEntry } from './endpoint-entry.js';
+import type { LoadProbeStats } from './http-load-prober.js';
 
 /**
  * Where an endpoint stands:
@@ -58,6 +59,10 @@ export interface EndpointStats {
   readonly pickWeight: number;
   /** True while the herding guard caps its share. */
   readonly guarded: boolean;
+  /** Load reports recorded from its responses, ever (policies that read reports). */
+  readonly loadReports: number;
+  /** Pushback answers (429, 503, RESOURCE_EXHAUSTED), ever. */
+  readonly pushbacks: number;
 }
 
 /** Requests per zone within the stats window. */
@@ -90,7 +95,20 @@ export interface ClusterStats {
   readonly zones: readonly ZoneStats[];
   /** Zone routing: the caller's zone, whether it is active, the spill and the loads compared. */
   readonly zoneRouting: ZoneRoutingState;
+  /** Load reports on responses: recorded, and ignored as malformed (policies that read reports). */
+  readonly loadReports: { readonly recorded: number; readonly ignored: number };
+  /** Load probes (policies that read them; all 0 without a prober). */
+  readonly loadProbes: LoadProbeStats;
 }
+
+/** `ClusterStats.loadProbes` of a cluster that does not probe. */
+export const NO_LOAD_PROBES: LoadProbeStats = Object.freeze({
+  sent: 0,
+  answered: 0,
+  failed: 0,
+  skipped: 0,
+  inFlight: 0,
+});
 
 /** What `collectClusterStats` reads from a cluster. */
 export interface ClusterStatsInput {
@@ -113,6 +131,9 @@ export interface ClusterStatsInput {
   /** Connections other transports reported, per endpoint key. */
   readonly externalConnections: ReadonlyMap<string, number>;
   timesEjected(key: string): number;
+  readonly loadReports: { readonly recorded: number; readonly ignored: number };
+  /** The prober's stats; undefined when the cluster does not probe. */
+  readonly loadProbes: LoadProbeStats | undefined;
 }
 
 /** Builds the stats snapshot of one cluster. */
@@ -195,6 +216,8 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
       slowStartWeight: weights.get(key)?.slowStart ?? 1,
       pickWeight: weights.get(key)?.weight ?? 0,
       guarded: weights.get(key)?.guarded ?? false,
+      loadReports: load?.reported('reports') ?? 0,
+      pushbacks: load?.reported('pushbacks') ?? 0,
     });
   }
   endpoints.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -212,6 +235,8 @@ export function collectClusterStats(input: ClusterStatsInput): ClusterStats {
     window: { windowMs: input.windowMs, imbalance: windowImbalance(endpoints) },
     zones: zoneStats(endpoints),
     zoneRouting: input.balancer.zoneState(),
+    loadReports: { ...input.loadReports },
+    loadProbes: input.loadProbes ?? NO_LOAD_PROBES,
   };
 }
 

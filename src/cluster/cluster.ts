@@ -49,10 +49,12 @@ import {
   type ParsedClusterOptions,
   parseClusterOptions,
 } from './cluster-options.js';
+import { clusterProber } from './cluster-prober.js';
 import { type ClusterStats, collectClusterStats } from './cluster-stats.js';
 import { ClusterTransport } from './cluster-transport.js';
 import { controllerHandler } from './controller-handler.js';
 import { DiscoveryWait } from './discovery-wait.js';
+import type { HttpLoadProber } from './http-load-prober.js';
 import { forEndpoint, isHttpsOrigin, ServiceAuthority } from './request-headers.js';
 import { RetryPolicy, type RetryReason } from './retry-policy.js';
 import { RoutedRequest, type RoutedRequestHost } from './routed-request.js';
@@ -90,6 +92,9 @@ export class Cluster {
   readonly #unsubscribe: () => void;
   #legacyExclude: string | undefined;
   readonly #authority: ServiceAuthority;
+  /** Load probes (when the policy reads them), and the endpoint keys they may ask (eligible now). */
+  readonly #prober: HttpLoadProber | undefined;
+  #eligible: ReadonlySet<string> = new Set();
   /** Where the next search for a usable endpoint starts in the picker's list (`acquireUsable`). */
   readonly #usableFrom = { next: 0 };
   #closed = false;
@@ -106,20 +111,12 @@ export class Cluster {
     this.#authority = new ServiceAuthority(o.authority, o.name);
     const { retryConnectFailures: connectRetries, retryIdempotent, retryOn } = o;
     this.#retryPolicy = new RetryPolicy({ connectRetries, retryIdempotent, retryOn });
-    this.#routed = {
-      retryPolicy: this.#retryPolicy,
-      route: (r) => this.#route(r),
-      bind: (r) => this.#bind(r),
-      unbind: (r) => r.endpoint !== undefined && this.#ledger.withdraw(r.endpoint.key, r.startMs, false),
-      settle: (r, outcome) => r.endpoint !== undefined && this.#ledger.settle(r.endpoint.key, r.startMs, outcome),
-      retry: (r, reason) => this.#retry(r, reason),
-    };
     this.#attempts = {
       retryPolicy: this.#retryPolicy,
       closed: () => this.#closed,
       pick: (exclude, hash) => this.#pickForConnection(exclude, hash),
       open: (endpoint) => this.#ledger.open(endpoint),
-      settle: (key, startMs, outcome) => this.#ledger.settle(key, startMs, outcome),
+      settle: (key, startMs, outcome, response) => this.#ledger.settle(key, startMs, outcome, response),
       withdraw: (key, startMs, request) => this.#ledger.withdraw(key, startMs, request),
       retried: (reason) => this.#ledger.retried(reason),
       elsewhere: (key) => this.#elsewhere(key),
@@ -129,7 +126,8 @@ export class Cluster {
     const random: Random = o.random ?? createRandom();
     const gates = FeatureGates.parse(o.featureGates);
     this.mode = gates.enabled('RoundTripLoadBalancing') ? 'round-trip' : 'legacy';
-    this.#balancer = new Balancer(balancerOptions(o, this.#clock, random));
+    this.#prober = clusterProber(o, this.#clock, (key) => this.#eligible.has(key) && !this.#closed);
+    this.#balancer = new Balancer({ ...balancerOptions(o, this.#clock, random), prober: this.#prober });
     this.#internals = this.#makeInternals();
     if (o.outlierDetection !== false) {
       const balancer = this.#balancer;
@@ -150,6 +148,15 @@ export class Cluster {
       forgetPools: (key) => this.#undici?.forget(key),
     });
     this.#ledger = ledger;
+    this.#routed = {
+      retryPolicy: this.#retryPolicy,
+      readsReports: ledger.readsReports,
+      route: (r) => this.#route(r),
+      bind: (r) => this.#bind(r),
+      unbind: (r) => r.endpoint !== undefined && ledger.withdraw(r.endpoint.key, r.startMs, false),
+      settle: (r, outcome) => r.endpoint !== undefined && ledger.settle(r.endpoint.key, r.startMs, outcome, r),
+      retry: (r, reason) => this.#retry(r, reason),
+    };
     this.#makeTransport = () =>
       new ClusterTransport(o, random, this.#clock, {
         opened: (key, known) => ledger.poolConnectionOpened(key, known),
@@ -204,6 +211,7 @@ export class Cluster {
   #makeInternals(): ClusterInternals {
     return {
       balancer: this.#balancer,
+      readsReports: this.#balancer.policy.loadSignals?.includes('reports') ?? false,
       acquire: (exclude, hash) => {
         this.#ledger.requests++;
         return firstAttempt(this.#attempts, exclude, undefined, hash);
@@ -274,6 +282,7 @@ export class Cluster {
       discovery: this.source.snapshot().status.state,
       poolsOf: (key) => this.#undici?.poolsOf(key) ?? [],
       pools: this.#undici?.legacyPools() ?? [].values(),
+      loadProbes: this.#prober?.stats(),
     });
   }
 
@@ -285,7 +294,7 @@ export class Cluster {
   close(): Promise<void> {
     return this.#shutdown.close(async () => {
       this.#stop(undefined);
-      await this.#undici?.close();
+      await Promise.all([this.#undici?.close(), this.#prober?.close()]);
       if (this.#ownsSource) await this.source.close();
     });
   }
@@ -298,7 +307,7 @@ export class Cluster {
     return this.#shutdown.destroy(async () => {
       const error = err ?? closedError(this.name);
       this.#stop(error);
-      await this.#undici?.destroy(error);
+      await Promise.all([this.#undici?.destroy(error), this.#prober?.destroy()]);
       if (this.#ownsSource) await this.source.close();
     });
   }
@@ -367,6 +376,7 @@ export class Cluster {
     this.#balancer.update(snapshot.endpoints);
     this.#outlier?.setEndpoints(snapshot.endpoints);
     const eligible = eligibleKeys(snapshot.endpoints);
+    this.#eligible = eligible;
     for (const key of departedEndpoints(this.#ledger.entries.keys(), eligible)) this.#undici?.drainEndpoint(key);
     this.#ledger.follow(snapshot.endpoints);
     const held = snapshot.status.state === 'pending' ? [] : this.#discovery.answered();

@@ -8,14 +8,18 @@
  * `retry-policy.ts`).
  *
  * The caller's handler sees one `RequestController` for the whole request, whatever attempt
- * carries it, and exactly one outcome; a swallowed 5xx body is discarded.
+ * carries it, and exactly one outcome; a swallowed 5xx body is discarded. The request is also
+ * its attempt's `AttemptResponse`: the status and (when the cluster reads reports) the
+ * `endpoint-load-metrics` value of the current attempt's response, read in `onResponseStart`.
  */
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { LOAD_REPORT_HEADER } from '../balancing/load-report.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { PooledConnection, PoolRequest } from '../pool/endpoint-pool.js';
 import type { RequestOutcome } from './cluster-options.js';
+import { type AttemptResponse, headerValue } from './load-feedback.js';
 import { RequestController } from './request-controller.js';
 import {
   type AttemptFailure,
@@ -48,9 +52,11 @@ export interface RoutedRequestHost {
   retry(request: RoutedRequest, reason: RetryReason): boolean;
   /** The cluster's retry policy. */
   readonly retryPolicy: RetryPolicy;
+  /** The cluster's policy reads load reports: take the report header of responses. */
+  readonly readsReports: boolean;
 }
 
-export class RoutedRequest implements PoolRequest {
+export class RoutedRequest implements PoolRequest, AttemptResponse {
   readonly host: RoutedRequestHost;
   readonly opts: Dispatcher.DispatchOptions;
   /** The caller's handler, in controller style. */
@@ -69,7 +75,10 @@ export class RoutedRequest implements PoolRequest {
   #connected = false;
   #responded = false;
   #swallowing = false;
-  #statusCode = 0;
+  /** The current attempt's response status (0 before its head). */
+  status = 0;
+  /** The current attempt's `endpoint-load-metrics` value (read only when the cluster reads reports). */
+  loadReport: string | undefined = undefined;
   /** The connection had carried a request before this attempt (set by the pool). */
   reused = false;
   /** Retries per reason; allocated on the first failure (the hot path has none). */
@@ -137,15 +146,15 @@ export class RoutedRequest implements PoolRequest {
   }
 
   onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
+    if (statusCode >= 200) {
+      this.status = statusCode;
+      if (this.host.readsReports) this.loadReport = headerValue(headers, LOAD_REPORT_HEADER);
+    }
     if (statusCode >= 500 && this.host.retryPolicy.retriesStatus(statusCode, this.#state)) {
-      this.#statusCode = statusCode;
       this.#swallowing = true;
       return;
     }
-    if (statusCode >= 200) {
-      this.#statusCode = statusCode;
-      this.#responded = true;
-    }
+    if (statusCode >= 200) this.#responded = true;
     this.handler.onResponseStart?.(this.controller, statusCode, headers, statusMessage);
   }
 
@@ -157,18 +166,18 @@ export class RoutedRequest implements PoolRequest {
     if (this.#swallowing) {
       this.#swallowing = false;
       this.#end('http-error', true);
-      if (this.#retry({ type: 'status', status: this.#statusCode })) return;
+      if (this.#retry({ type: 'status', status: this.status })) return;
       // Nowhere else to go: nothing can be shown of the discarded response.
       this.#finish(
         new EvenlbError(
           ErrorCodes.NO_ENDPOINTS,
-          `upstream answered ${this.#statusCode} and no other endpoint is available to retry on`,
-          { details: { status: this.#statusCode, endpoint: this.endpoint?.key } },
+          `upstream answered ${this.status} and no other endpoint is available to retry on`,
+          { details: { status: this.status, endpoint: this.endpoint?.key } },
         ),
       );
       return;
     }
-    this.#end(this.#statusCode >= 500 ? 'http-error' : 'success', true);
+    this.#end(this.status >= 500 ? 'http-error' : 'success', true);
     this.#done = true;
     this.handler.onResponseEnd?.(this.controller, trailers);
   }
@@ -194,7 +203,8 @@ export class RoutedRequest implements PoolRequest {
     this.connection = undefined;
     this.reused = false;
     this.#connected = false;
-    this.#statusCode = 0;
+    this.status = 0;
+    this.loadReport = undefined;
   }
 
   /** Asks the cluster's policy; true when the request was sent again. */

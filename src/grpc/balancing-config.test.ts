@@ -29,6 +29,17 @@ describe('GrpcBalancingConfigInput', () => {
         probePercent?: number;
         maxSpillPercent?: number;
       };
+      pushback?: { windowMs?: number; factor?: number } | false;
+      loadProbes?:
+        | {
+            port?: number;
+            path?: string;
+            timeoutMs?: number;
+            maxConcurrent?: number;
+            maxQueued?: number;
+            tls?: boolean;
+          }
+        | false;
       statsWindowMs?: number;
       name?: string;
     }>();
@@ -60,6 +71,8 @@ describe('GrpcBalancingConfigInput', () => {
       slowStartMinWeightPercent: 10,
       herdingGuard: false,
       zoneRouting: { mode: 'off' },
+      pushback: { windowMs: 2_000 },
+      loadProbes: { port: 9090 },
       statsWindowMs: 1_000,
       name: 'echo',
     };

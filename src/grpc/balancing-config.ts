@@ -11,7 +11,9 @@
  * `x-evenlb-hash-key`), `failureCodes` (gRPC status codes that count as an endpoint failure),
  * `statsWindowMs`, `name` (the channel's name in stats and metrics), and the slow-start, herding
  * guard and zone routing fields of a BalancedAgent route (`slowStartMs`, `slowStartAggression`,
- * `slowStartMinWeightPercent`, `herdingGuard`, `zoneRouting`). Parsed once with the
+ * `slowStartMinWeightPercent`, `herdingGuard`, `zoneRouting`, `pushback`) and `loadProbes` (default off
+ * here). Calls ending RESOURCE_EXHAUSTED push back; policies that read load reports read the
+ * `endpoint-load-metrics` entry of a call's trailing metadata. Parsed once with the
  * project's options parser; errors name the field.
  *
  * grpc-js drops a config whose parser throws and silently falls back to `pick_first`, so a bad
@@ -85,6 +87,15 @@ export const grpcBalancingSpec = {
   slowStartMinWeightPercent: clusterSettingsSpec.slowStartMinWeightPercent,
   herdingGuard: clusterSettingsSpec.herdingGuard,
   zoneRouting: clusterSettingsSpec.zoneRouting,
+  /** The pushback penalty for endpoints whose calls end RESOURCE_EXHAUSTED, as a BalancedAgent route's `pushback`. */
+  pushback: clusterSettingsSpec.pushback,
+  /**
+   * Load probes for policies that read them (`prequal`), as a BalancedAgent route's
+   * `loadProbes`: set `port` to where the servers serve their load document (a gRPC server
+   * answers HTTP/1.1 probes only on a port of its own: `serveLoadDocument` in `evenlb/server`).
+   * Default off for gRPC: without probes, `prequal` is `least-request`.
+   */
+  loadProbes: clusterSettingsSpec.loadProbes,
   /** Sliding window of the per-endpoint request counts in stats (ms); default 60 s. */
   statsWindowMs: opt.number({ min: 10, default: 60_000 }),
   /** The channel's name in stats and metrics; default the target URI. */

@@ -7,7 +7,7 @@
  * An eligible endpoint whose subchannel is not connected stays `eligible` (only outlier
  * detection ejects); its `connectivity` tells why it gets no call right now.
  */
-import type { ClusterStats, EndpointStats } from '../cluster/cluster-stats.js';
+import { type ClusterStats, type EndpointStats, NO_LOAD_PROBES } from '../cluster/cluster-stats.js';
 import { imbalance } from '../metrics/imbalance.js';
 
 /** One endpoint of a gRPC channel. */
@@ -54,5 +54,7 @@ export function emptyChannelStats(name: string, target: string): ChannelStats {
     window: { windowMs: 60_000, imbalance: imbalance([]) },
     zones: [],
     zoneRouting: { zone: undefined, active: false, spill: 0, localLoadMs: 0, fleetLoadMs: 0 },
+    loadReports: { recorded: 0, ignored: 0 },
+    loadProbes: NO_LOAD_PROBES,
   };
 }

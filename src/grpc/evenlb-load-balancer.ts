@@ -75,6 +75,7 @@ const SETTINGS = [
   'slowStartMinWeightPercent',
   'herdingGuard',
   'zoneRouting',
+  'pushback',
 ] as const;
 
 let channelCount = 0;
@@ -206,6 +207,8 @@ export class EvenlbLoadBalancer implements GrpcLoadBalancer {
       target: source,
       policy: config.policy,
       statsWindowMs: config.statsWindowMs,
+      // gRPC servers answer HTTP/1.1 load probes only on a port of their own: off unless configured.
+      loadProbes: config.loadProbes ?? false,
       clock: ctx.clock,
       random: this.#random,
       ...(ctx.observer === undefined ? {} : { observer: ctx.observer }),

@@ -80,9 +80,9 @@ export class EvenlbPicker implements GrpcPicker {
             },
       onCallEnded:
         innerEnded === null
-          ? (code) => calls.ended(call, code)
+          ? (code, _details, metadata) => calls.ended(call, code, metadata)
           : (code, details, metadata) => {
-              calls.ended(call, code);
+              calls.ended(call, code, metadata);
               innerEnded(code, details, metadata);
             },
     };

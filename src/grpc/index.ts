@@ -10,5 +10,6 @@ export {
   parseGrpcBalancingConfig,
 } from './balancing-config.js';
 export type { ChannelEndpointStats, ChannelStats, GrpcStats } from './channel-stats.js';
+export { type GrpcServerModule, grpcLoadInterceptor } from './grpc-load-interceptor.js';
 export type { GrpcModule } from './grpc-module.js';
 export { type GrpcRegistration, type GrpcRegistrationOptions, registerGrpc } from './register-grpc.js';

@@ -11,11 +11,14 @@
  * all see zero in flight, so a call counts from its pick; picks that have not started by the
  * next timer turn are withdrawn (`Attempt.withdraw()`: as if never picked), and a late
  * `onCallStarted` (behind slow call credentials) takes a fresh attempt on the same endpoint. A
- * call ends its attempt exactly once, in `onCallEnded`, with its gRPC status code.
+ * call ends its attempt exactly once, in `onCallEnded`, with its gRPC status code and its
+ * trailing metadata: RESOURCE_EXHAUSTED is pushback, and when the policy reads reports the
+ * `endpoint-load-metrics` entry is the call's load report (`grpcAttemptResponse`).
  */
 import type { Attempt } from '../cluster/attempt.js';
 import type { ClusterInternals } from '../cluster/cluster-internals.js';
 import { grpcOutcome } from '../cluster/grpc-outcome.js';
+import { grpcAttemptResponse, type ReadableMetadata } from '../cluster/load-feedback.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 
 /** One picked call. */
@@ -67,11 +70,17 @@ export class PickedCalls {
     }
   }
 
-  /** The call ended with gRPC status `code`. Later calls for the same call are ignored. */
-  ended(call: PickedCall, code: number): void {
+  /**
+   * The call ended with gRPC status `code` and trailing `metadata`. Later calls for the same call
+   * are ignored.
+   */
+  ended(call: PickedCall, code: number, metadata?: ReadableMetadata | null): void {
     if (call.state !== 'started') return;
     call.state = 'ended';
-    call.attempt.end(grpcOutcome(code, this.#failureCodes));
+    call.attempt.end(
+      grpcOutcome(code, this.#failureCodes),
+      grpcAttemptResponse(code, metadata, this.#cluster.readsReports),
+    );
     this.#settled(call.attempt.endpoint.key);
   }
 

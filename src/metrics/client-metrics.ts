@@ -7,7 +7,7 @@
  * the instruments are registered once and labelled by agent name (`client`).
  */
 import type { Counter, Histogram, Registry } from 'prom-client';
-import type { ClusterObserver, RequestOutcome } from '../cluster/cluster-options.js';
+import type { ClusterObserver, LoadProbeResult, RequestOutcome } from '../cluster/cluster-options.js';
 import type { ClusterStats, EndpointStats } from '../cluster/cluster-stats.js';
 import type { RetryReason } from '../cluster/retry-policy.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
@@ -33,6 +33,9 @@ export const clientMetricNames = Object.freeze({
   imbalanceJain: 'evenlb_client_imbalance_jain',
   endpointSlowStartWeight: 'evenlb_client_endpoint_slow_start_weight',
   zoneRequestShare: 'evenlb_client_zone_request_share',
+  pushbacks: 'evenlb_client_pushbacks_total',
+  loadReports: 'evenlb_client_load_reports_total',
+  loadProbes: 'evenlb_client_load_probes_total',
 });
 
 /** Something whose stats the scrape-time gauges read (a BalancedAgent). */
@@ -51,6 +54,9 @@ export class ClientMetrics {
   readonly #opened: Counter<'client' | 'route' | 'endpoint'>;
   readonly #closed: Counter<'client' | 'route' | 'endpoint' | 'reason'>;
   readonly #ejections: Counter<'client' | 'route' | 'endpoint'>;
+  readonly #pushbacks: Counter<'client' | 'route' | 'endpoint'>;
+  readonly #loadReports: Counter<'client' | 'route' | 'endpoint' | 'result'>;
+  readonly #loadProbes: Counter<'client' | 'route' | 'endpoint' | 'result'>;
   /** Cached label children: the request path does one Map lookup per instrument. */
   readonly #counters = new Map<string, { inc(n?: number): void }>();
   readonly #histograms = new Map<string, { observe(v: number): void }>();
@@ -94,6 +100,24 @@ export class ClientMetrics {
       clientMetricNames.ejections,
       'Outlier-detection ejections, per endpoint.',
       ['client', 'route', 'endpoint'],
+    );
+    this.#pushbacks = registeredCounter(
+      registry,
+      clientMetricNames.pushbacks,
+      'Pushback answers (429, 503, gRPC RESOURCE_EXHAUSTED), per endpoint.',
+      ['client', 'route', 'endpoint'],
+    );
+    this.#loadReports = registeredCounter(
+      registry,
+      clientMetricNames.loadReports,
+      'Load reports on responses (endpoint-load-metrics), by result (recorded, ignored as malformed); only for policies that read them.',
+      ['client', 'route', 'endpoint', 'result'],
+    );
+    this.#loadProbes = registeredCounter(
+      registry,
+      clientMetricNames.loadProbes,
+      'Load probes, by result (sent; then answered or failed; skipped: queue full, already asking, or the endpoint left).',
+      ['client', 'route', 'endpoint', 'result'],
     );
     /** A per-endpoint gauge read from every agent's stats at scrape time. */
     const endpointGauge = (name: string, help: string, value: (e: EndpointStats) => number) =>
@@ -214,6 +238,25 @@ export class ClientMetrics {
       ejected: (route: string, endpoint: string, durationMs: number) => {
         this.#ejections.labels(client, route, endpoint).inc();
         next?.ejected?.(route, endpoint, durationMs);
+      },
+      pushback: (route: string, endpoint: string) => {
+        this.#pushbacks.labels(client, route, endpoint).inc();
+        next?.pushback?.(route, endpoint);
+      },
+      loadReport: (route: string, endpoint: string, recorded: boolean) => {
+        const result = recorded ? 'recorded' : 'ignored';
+        const key = `${client}\0${route}\0${endpoint}\0report:${result}`;
+        let c = counters.get(key);
+        if (c === undefined) {
+          c = this.#loadReports.labels(client, route, endpoint, result);
+          counters.set(key, c);
+        }
+        c.inc();
+        next?.loadReport?.(route, endpoint, recorded);
+      },
+      loadProbe: (route: string, endpoint: string, result: LoadProbeResult) => {
+        this.#loadProbes.labels(client, route, endpoint, result).inc();
+        next?.loadProbe?.(route, endpoint, result);
       },
     };
   }

@@ -18,7 +18,9 @@ import { ServerMetrics } from '../metrics/server-metrics.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
 import { Http1Connection } from './http1-connection.js';
 import { Http2Connection } from './http2-connection.js';
+import type { LoadEndpoint } from './load/load-endpoint.js';
 import { type RecyclerSettings, trackingOnlySettings } from './recycler-options.js';
+import type { RequestTap } from './request-tap.js';
 import { type RecyclableServer, type ServerKind, serverKind, stopListening } from './server-kind.js';
 import type { ConnectionHost, TrackedConnection } from './tracked-connection.js';
 
@@ -80,10 +82,12 @@ export class ConnectionRegistry implements ConnectionHost {
   readonly kind: ServerKind;
   settings: RecyclerSettings;
   /**
-   * Answers an HTTP/1 request that is not the application's (the fair-share load exchange);
-   * returns true when it did, and the request never reaches the application.
+   * Where the server's load document is served (fair-share exchange, load probes): it answers
+   * an HTTP/1 request for it on the server itself, and the request never reaches the application.
    */
-  loadResponder: ((req: http.IncomingMessage, res: http.ServerResponse) => boolean) | undefined;
+  loadEndpoint: LoadEndpoint | undefined;
+  /** Sees every request handed to the application (load reporting). */
+  tap: RequestTap | undefined;
   #refs = 0;
   #attached = false;
   #owner: object | undefined;
@@ -312,10 +316,11 @@ export class ConnectionRegistry implements ConnectionHost {
       case 'checkExpectation': {
         const req = args[0] as http.IncomingMessage;
         if (req.httpVersionMajor >= 2) return true;
-        if (this.loadResponder?.(req, args[1] as http.ServerResponse) === true) return false;
-        const connection = this.#adoptSocket(req.socket);
-        if (connection.admit(req, args[1] as http.ServerResponse)) {
+        const res = args[1] as http.ServerResponse;
+        if (this.loadEndpoint?.answer(req, res) === true) return false;
+        if (this.#adoptSocket(req.socket).admit(req, res)) {
           this.#requests++;
+          this.tap?.request(req, res);
           return true;
         }
         this.#dropped++;
@@ -347,6 +352,7 @@ export class ConnectionRegistry implements ConnectionHost {
   #admitStream(connection: Http2Connection, stream: http2.ServerHttp2Stream): boolean {
     if (connection.admit(stream)) {
       this.#requests++;
+      this.tap?.stream(stream);
       return true;
     }
     this.#refused++;

@@ -12,6 +12,7 @@ import { FairShareMetrics } from '../metrics/fair-share-metrics.js';
 import { ConnectionRegistry, type ConnectionStats } from './connection-registry.js';
 import { FairShareShedder, type FairShareStats } from './fair-share/fair-share-shedder.js';
 import { registryShedderHost } from './fair-share/registry-shedder-host.js';
+import { attachLoadDocument } from './load/load-endpoint.js';
 import { type ParsedRecyclerOptions, parseRecyclerOptions, type RecyclerOptions } from './recycler-options.js';
 
 const COMPONENT = 'recycleConnections';
@@ -63,29 +64,40 @@ export function recycleConnections(server: unknown, options: RecyclerOptions = {
     );
   }
   let shedder: FairShareShedder | undefined;
-  if (settings.fairShare !== undefined) {
-    if (
-      settings.fairShare.options.loadPort === undefined &&
-      (registry.kind === 'h2c' || registry.kind === 'h2-secure')
-    ) {
+  let detachLoad: (() => Promise<void>) | undefined;
+  const fairShare = settings.fairShare;
+  if (fairShare !== undefined) {
+    const metricsRegistry = settings.options.metrics?.registry;
+    let s: FairShareShedder | undefined;
+    try {
+      // The load document (peers ask it, and so do load probes when the server reports its load).
+      detachLoad = attachLoadDocument(
+        registry,
+        { peer: () => (s as FairShareShedder).report() },
+        {
+          component: COMPONENT,
+          fields: { port: 'fairShare.loadPort', path: 'fairShare.loadPath' },
+          port: fairShare.options.loadPort,
+          host: fairShare.options.loadHost,
+          path: fairShare.options.loadPath,
+          defaultPath: fairShare.options.loadPath,
+          logger: fairShare.options.logger,
+        },
+      );
+    } catch (err) {
       registry.unconfigure(owner);
       registry.release();
-      throw new EvenlbError(
-        ErrorCodes.INVALID_OPTION,
-        `${COMPONENT}: option "fairShare.loadPort" must be set for an HTTP/2 server (the load exchange is plain HTTP/1.1 on its own port); received undefined`,
-        { details: { component: COMPONENT, field: 'fairShare.loadPort' } },
-      );
+      throw err;
     }
-    const metricsRegistry = settings.options.metrics?.registry;
-    shedder = new FairShareShedder(
+    s = new FairShareShedder(
       registryShedderHost(registry),
-      settings.fairShare,
+      fairShare,
       settings.clock,
       settings.random,
       metricsRegistry === undefined ? undefined : new FairShareMetrics(metricsRegistry),
+      false,
     );
-    const s = shedder;
-    registry.loadResponder = (req, res) => s.answer(req, res);
+    shedder = s;
     s.start();
   }
   let closing: Promise<void> | undefined;
@@ -95,10 +107,10 @@ export function recycleConnections(server: unknown, options: RecyclerOptions = {
     fairShare: () => shedder?.stats(),
     close: () => {
       closing ??= (async () => {
-        if (shedder !== undefined) registry.loadResponder = undefined;
+        const detached = detachLoad?.();
         registry.unconfigure(owner);
         registry.release();
-        await shedder?.close();
+        await Promise.all([shedder?.close(), detached]);
       })();
       return closing;
     },

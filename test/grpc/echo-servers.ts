@@ -57,9 +57,14 @@ export interface EchoServer {
   close(): Promise<void>;
 }
 
-/** Starts a server on `address:port` (port 0: ephemeral). */
-export async function startEchoServer(name: string, address = '127.0.0.1', port = 0): Promise<EchoServer> {
-  const server = new grpc.Server();
+/** Starts a server on `address:port` (port 0: ephemeral), with grpc-js `options` (interceptors). */
+export async function startEchoServer(
+  name: string,
+  address = '127.0.0.1',
+  port = 0,
+  options: grpc.ServerOptions = {},
+): Promise<EchoServer> {
+  const server = new grpc.Server(options);
   const handle: EchoServer = {
     name,
     address,

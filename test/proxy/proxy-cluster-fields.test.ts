@@ -140,6 +140,18 @@ const samples: Record<string, { file: string; option: unknown }> = {
     file: 'zoneRouting: { zone: z1, mode: "on" }',
     option: { zone: 'z1', mode: 'on', loadBand: 0.2, probePercent: 2, maxSpillPercent: 90 },
   },
+  pushback: { file: 'pushback: { windowMs: 2000 }', option: { windowMs: 2000, factor: 10 } },
+  loadProbes: {
+    file: 'loadProbes: { port: 9091 }',
+    option: {
+      port: 9091,
+      path: '/.well-known/evenlb/load',
+      timeoutMs: 500,
+      maxConcurrent: 4,
+      maxQueued: 64,
+      tls: false,
+    },
+  },
   tls: {
     file: 'tls: { servername: api.internal, rejectUnauthorized: false }',
     option: { ca: undefined, cert: undefined, key: undefined, servername: 'api.internal', rejectUnauthorized: false },

@@ -46,6 +46,8 @@ beforeAll(async () => {
         target: `static:///${good.key},${bad.key}`,
         policy: 'round-robin',
         outlierDetection: { consecutiveFailures: 3, baseEjectionMs: 60_000 },
+        // 503 is also pushback: without the penalty the 503 endpoint keeps its turns until ejected.
+        pushback: false,
       },
     ],
     routes: [{ hosts: ['grpc.test'], cluster: 'h2' }],

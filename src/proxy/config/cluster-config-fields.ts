@@ -82,6 +82,8 @@ export const proxyClusterFields = {
   slowStartMinWeightPercent: { path: 'slowStartMinWeightPercent' },
   herdingGuard: { path: 'herdingGuard' },
   zoneRouting: { path: 'zoneRouting' },
+  pushback: { path: 'pushback' },
+  loadProbes: { path: 'loadProbes' },
   tls: { path: 'tls', nested: { spec: clusterTlsSpec, fields: tlsFields, clientOnly: tlsClientOnly } },
 } as const satisfies { readonly [K in keyof typeof clusterOptionsSpec]?: ProxyField };
 

@@ -8,7 +8,9 @@
  * of 500 or more is an `http-error`, a `grpc-status` — in the trailers, or in the response head
  * of a trailers-only response — counts by the gRPC policy's rule; an upstream reset, a close
  * without a response or the `grpc-timeout` deadline is a `transport-error`; the client going
- * away `aborted`.
+ * away `aborted`. The end also carries what the response said (`h2AttemptResponse`): 429 or 503,
+ * or RESOURCE_EXHAUSTED, is pushback, and the `endpoint-load-metrics` trailer (or header) is the
+ * endpoint's load report when the cluster's policy reads reports.
  *
  * Both bodies are piped (flow control on both sides gives backpressure), trailers are relayed
  * (`grpc-status` lives there), a client RST_STREAM cancels the upstream stream and an upstream
@@ -26,7 +28,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type ServerHttp2Stream } from 'node:http2';
 import type { Attempt } from '../../cluster/attempt.js';
+import { clusterInternals } from '../../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../../cluster/cluster-options.js';
+import { h2AttemptResponse } from '../../cluster/load-feedback.js';
 import type { TimerHandle } from '../../core/clock.js';
 import { downstreamResponseHeaders } from '../routing/hop-headers.js';
 import { LOCAL_REPLIES, type LocalReason, reasonForError, replyHttp1, replyHttp2 } from '../routing/local-reply.js';
@@ -37,6 +41,9 @@ import { connectStream, streamOutcome } from './h2-stream-attempt.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR } = http2.constants;
 const END_STREAM = 0x1;
+
+/** True when `cluster`'s policy reads load reports (the response's report is then taken). */
+const reads = (cluster: ProxyCluster): boolean => clusterInternals(cluster.cluster).readsReports;
 
 type H2Headers = Record<string, string | string[] | number | undefined>;
 
@@ -154,8 +161,8 @@ export async function forwardStreamToH2(
   if (opened === undefined) return;
   const { attempt, lease, up } = opened;
   let status = 0;
-  /** `grpc-status` of a trailers-only response (in the response head, no trailers follow). */
-  let headStatus: unknown;
+  /** The response head: a trailers-only response's `grpc-status` is there (no trailers follow). */
+  let head: http2.IncomingHttpHeaders | undefined;
   let trailers: http2.IncomingHttpHeaders | undefined;
   let finished = false;
   /** The stream was cancelled by the client (or a deadline): not the endpoint's fault, or its timeout. */
@@ -182,7 +189,7 @@ export async function forwardStreamToH2(
     timer?.cancel();
     deadlines.stop();
     lease.release();
-    attempt.end(outcome);
+    attempt.end(outcome, h2AttemptResponse(status, head, trailers, reads(cluster)));
     done(timedOut !== undefined && !down.headersSent ? 504 : status, timedOut ?? reason);
   };
 
@@ -200,7 +207,7 @@ export async function forwardStreamToH2(
 
   up.on('response', (h, flags) => {
     status = Number(h[':status'] ?? 0);
-    headStatus = h['grpc-status'];
+    head = h;
     deadlines.responded();
     if (down.closed) return;
     const resp = downstreamResponseHeaders(h as Record<string, string | string[] | undefined>, '2') as H2Headers;
@@ -237,7 +244,7 @@ export async function forwardStreamToH2(
     } else if (timedOut === undefined && status === 0 && !down.closed) {
       replyHttp2(down, 'upstream-reset', grpc, method);
     }
-    finish(cancelled ?? streamOutcome(code, status, trailers?.['grpc-status'] ?? headStatus), undefined);
+    finish(cancelled ?? streamOutcome(code, status, trailers?.['grpc-status'] ?? head?.['grpc-status']), undefined);
   });
   down.once('close', () => {
     // A client reset (or a lost client connection) cancels the upstream stream.
@@ -282,6 +289,8 @@ export async function forwardRequestToH2(
   if (opened === undefined) return;
   const { attempt, lease, up } = opened;
   let status = 0;
+  let head: http2.IncomingHttpHeaders | undefined;
+  let trailers: http2.IncomingHttpHeaders | undefined;
   let finished = false;
   let cancelled = false;
   let timedOut = false;
@@ -300,17 +309,20 @@ export async function forwardRequestToH2(
     finished = true;
     deadlines.stop();
     lease.release();
-    attempt.end(cancelled ? 'aborted' : timedOut ? 'transport-error' : outcome);
+    const response = h2AttemptResponse(status, head, trailers, reads(cluster));
+    attempt.end(cancelled ? 'aborted' : timedOut ? 'transport-error' : outcome, response);
     if (!timedOut || res.headersSent) done(status, reason);
   };
   if (hasBody) req.pipe(up);
   up.on('response', (h) => {
     status = Number(h[':status'] ?? 0);
+    head = h;
     deadlines.responded();
     res.writeHead(status, downstreamResponseHeaders(h as Record<string, string | string[] | undefined>, '2'));
   });
   up.on('data', () => deadlines.read());
   up.on('trailers', (t) => {
+    trailers = t;
     const list: [string, string][] = [];
     for (const k in t) if (k.charCodeAt(0) !== 58) list.push([k, String(t[k])]);
     if (list.length > 0 && res.chunkedEncoding) res.addTrailers(list);

@@ -8,12 +8,10 @@
  * thing that differs between client protocols: how a head, body bytes, the end, a local reply or
  * a cut are written.
  *
- * Retries go through the cluster's one retry policy (`attempt.retry(failure, request)`). A
- * response with a `retryOn` status is withheld only while a retry will really be made
- * (`attempt.wouldRetry`), and then buffered up to the cluster's `retryBufferBytes`: a larger
- * body releases the response to the client as it is (and it is not retried). When the retry
- * cannot be made after all (the retry target disappeared, the cluster closed), the withheld
- * response is delivered as it was: status, headers, body and trailers.
+ * An attempt ends with its response's status and load report (`Attempt.end(outcome, this)`);
+ * retries go through the cluster's one retry policy (`attempt.retry`). A `retryOn` response is
+ * withheld only while a retry will be made (`attempt.wouldRetry`), buffered up to
+ * `retryBufferBytes` (a larger body goes out as it is); if the retry fails to happen, it is sent.
  *
  * Deadlines are checked by a sweep (`check(nowMs)`, the listener's, never a timer per request):
  * the response head within the cluster's `requestTimeoutMs` of each attempt (else 504
@@ -23,6 +21,7 @@
 import type { Attempt, AttemptRequest } from '../../cluster/attempt.js';
 import { clusterInternals } from '../../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../../cluster/cluster-options.js';
+import { type AttemptResponse, loadReportHeader } from '../../cluster/load-feedback.js';
 import { type AttemptFailure, classifyFailure, outcomeOf } from '../../cluster/retry-policy.js';
 import { ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { type LocalReason, reasonForError } from '../routing/local-reply.js';
@@ -48,13 +47,15 @@ interface Held {
 
 const TIMEOUT_HEAD = (): Error => new EvenlbError(ErrorCodes.TIMEOUT, 'upstream sent no response head in time');
 
-export class Http1Exchange implements ResponseSink, Swept {
+export class Http1Exchange implements ResponseSink, Swept, AttemptResponse {
   readonly #sink: DownstreamSink;
   readonly #sweep: SweepMembership | undefined;
   #req: ExchangeRequest | undefined;
   #ticket: Attempt | undefined;
   #conn: UpstreamConnection | undefined;
-  #status = 0;
+  /** The current attempt's status (0 before a head) and load report (when read): its `AttemptResponse`. */
+  status = 0;
+  loadReport: string | undefined;
   /** A response byte arrived for the current attempt. */
   responded = false;
   /** Something of a response was handed to the sink. */
@@ -102,7 +103,8 @@ export class Http1Exchange implements ResponseSink, Swept {
   /** Prepares `req`; body bytes may follow (`forward`) before `send()`. */
   start(req: ExchangeRequest): void {
     this.#req = req;
-    this.#status = 0;
+    this.status = 0;
+    this.loadReport = undefined;
     this.responded = false;
     this.#delivered = false;
     this.#held = undefined;
@@ -209,7 +211,9 @@ export class Http1Exchange implements ResponseSink, Swept {
     this.responded = true;
     this.#upReads++;
     const status = head.status;
-    this.#status = status;
+    this.status = status;
+    const reads = clusterInternals((this.#req as ExchangeRequest).cluster.cluster).readsReports;
+    this.loadReport = loadReportHeader(head.headers, reads);
     const ticket = this.#ticket;
     if (
       status >= 500 &&
@@ -233,7 +237,7 @@ export class Http1Exchange implements ResponseSink, Swept {
   onUpgrade(conn: UpstreamConnection, head: ResponseHead, rest: Buffer): void {
     this.#conn = undefined;
     this.responded = true;
-    this.#status = 101;
+    this.status = 101;
     const upgraded = this.#sink.upgraded;
     if (upgraded === undefined) {
       // Never asked for: the connection is of no use.
@@ -276,10 +280,10 @@ export class Http1Exchange implements ResponseSink, Swept {
     this.#conn = undefined;
     if (this.#held !== undefined) {
       // Withheld because the policy would retry it; when it no longer can, the response as it was.
-      if (this.#retry({ type: 'status', status: this.#status }, false)) return;
+      if (this.#retry({ type: 'status', status: this.status }, false)) return;
       this.#release();
     }
-    const status = this.#status;
+    const status = this.status;
     this.#endTicket(status >= 500 ? 'http-error' : 'success');
     this.#sweep?.delete(this);
     if (this.#sink.closed()) return;
@@ -332,11 +336,12 @@ export class Http1Exchange implements ResponseSink, Swept {
     const ticket = this.#ticket;
     this.#ticket = undefined;
     if (ticket === undefined) return false;
-    const next = ticket.retry(failure, this.#request(responded));
+    const next = ticket.retry(failure, this.#request(responded), this);
     if (next === undefined || next instanceof EvenlbError) return false;
     this.responded = false;
     this.#held = undefined;
-    this.#status = 0;
+    this.status = 0;
+    this.loadReport = undefined;
     this.#send(next);
     return true;
   }
@@ -345,7 +350,7 @@ export class Http1Exchange implements ResponseSink, Swept {
     const t = this.#ticket;
     if (t === undefined) return;
     this.#ticket = undefined;
-    t.end(outcome);
+    t.end(outcome, this);
   }
 
   /** Gives up on the upstream side of the request (client gone, malformed body, timeout). */

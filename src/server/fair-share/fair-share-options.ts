@@ -11,19 +11,21 @@ import {
   type ResolvedFairShareDecision,
   resolveFairShareDecision,
 } from '../../balancing/fair-share/fair-share-options.js';
+import { DEFAULT_LOAD_PATH } from '../../balancing/load-document.js';
 import { type Input, opt, type Parsed } from '../../core/options.js';
 import type { EndpointSourceOptions } from '../../discovery/create-endpoint-source.js';
 import type { EndpointSource } from '../../discovery/endpoint-source.js';
 
 /** The path every pod serves its load on (HTTP GET, JSON), unless `loadPath` says otherwise. */
-export const DEFAULT_LOAD_PATH = '/.well-known/evenlb/load';
+export { DEFAULT_LOAD_PATH };
 
 /** Warnings go here: pino-compatible `warn`. */
 export interface FairShareLogger {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
-const isLogger = (v: unknown): v is FairShareLogger =>
+/** True for a pino-compatible logger (an object with `warn`). */
+export const isLogger = (v: unknown): v is FairShareLogger =>
   typeof v === 'object' && v !== null && typeof (v as FairShareLogger).warn === 'function';
 const isSource = (v: unknown): v is EndpointSource =>
   typeof v === 'object' &&

@@ -89,6 +89,7 @@ export interface FairShareStats {
   readonly decisions: Readonly<Record<string, number>>;
 }
 
+/** One server's shedding; `serveLoadPort` false: the caller serves the load document (`LoadEndpoint`). */
 export class FairShareShedder {
   readonly #host: ShedderHost;
   readonly #settings: FairShareSettings;
@@ -133,6 +134,7 @@ export class FairShareShedder {
     clock: Clock,
     random: Random,
     metrics?: FairShareMetrics,
+    serveLoadPort = true,
   ) {
     this.#host = host;
     this.#settings = settings;
@@ -158,7 +160,7 @@ export class FairShareShedder {
     this.#logger = options.logger ?? discoveryLogger();
     this.#metrics = metrics;
     this.#answerWaitMs = Math.min(options.peerTimeoutMs, decision.periodMs / 2);
-    if (options.loadPort !== undefined) this.#serveOwnPort(options.loadPort, options.loadHost);
+    if (options.loadPort !== undefined && serveLoadPort) this.#serveOwnPort(options.loadPort, options.loadHost);
   }
 
   /** Starts the periodic decisions. */

@@ -15,16 +15,24 @@
 import type http from 'node:http';
 import { Agent, request } from 'undici';
 import type { FairShareLoadMetric } from '../../balancing/fair-share/fair-share-options.js';
+import { LOAD_PROTOCOL } from '../../balancing/load-document.js';
 import type { Clock } from '../../core/clock.js';
 
-export const LOAD_PROTOCOL = 'evenlb-load/1';
+export { LOAD_PROTOCOL };
 
-/** What a pod reports to its peers on the load exchange (not an ORCA `LoadReport`). */
+/**
+ * What a pod reports to its peers on the load exchange (not an ORCA `LoadReport`); a pod that
+ * also reports its load adds the probe fields (`inFlight`, `latencyMs`; see `load-document.ts`).
+ */
 export interface PeerLoadReport {
   readonly protocol: typeof LOAD_PROTOCOL;
   readonly metric: FairShareLoadMetric;
   readonly load: number;
   readonly windowMs: number;
+  /** Requests in flight at the pod now (when it reports its load). */
+  readonly inFlight?: number;
+  /** The pod's latency estimate at that in-flight count, ms (when it reports its load). */
+  readonly latencyMs?: number;
 }
 
 /** Writes `report` as the answer to a load request. */
