@@ -26,6 +26,7 @@ import type { RequestOutcome } from '../../cluster/cluster-options.js';
 import { type AttemptFailure, classifyFailure, outcomeOf } from '../../cluster/retry-policy.js';
 import { ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { type LocalReason, reasonForError } from '../routing/local-reply.js';
+import { WithheldResponse, withholds } from '../routing/withheld-response.js';
 import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import { ChunkedDecoder } from './chunked-decoder.js';
 import type { DownstreamSink, ExchangeRequest, SweepMembership, Swept } from './exchange-sink.js';
@@ -40,11 +41,7 @@ const MAX_PENDING_BODY_BYTES = 64 * 1024;
 const NO_TRAILERS: readonly string[] = Object.freeze([]);
 
 /** A response withheld for a retry: its head and its raw body bytes so far. */
-interface Held {
-  readonly head: ResponseHead;
-  readonly parts: Buffer[];
-  bytes: number;
-}
+type Held = WithheldResponse<ResponseHead>;
 
 const TIMEOUT_HEAD = (): Error => new EvenlbError(ErrorCodes.TIMEOUT, 'upstream sent no response head in time');
 
@@ -210,14 +207,9 @@ export class Http1Exchange implements ResponseSink, Swept {
     this.#upReads++;
     const status = head.status;
     this.#status = status;
-    const ticket = this.#ticket;
-    if (
-      status >= 500 &&
-      ticket !== undefined &&
-      (this.#req as ExchangeRequest).cluster.config.retryBufferBytes > 0 &&
-      ticket.wouldRetry({ type: 'status', status }, this.#request(false))
-    ) {
-      this.#held = { head, parts: [], bytes: 0 };
+    const limitBytes = (this.#req as ExchangeRequest).cluster.config.retryBufferBytes;
+    if (withholds(this.#ticket, status, limitBytes, this.#request(false))) {
+      this.#held = new WithheldResponse(head, limitBytes);
       return;
     }
     this.#deliverHead(head);
@@ -250,9 +242,7 @@ export class Http1Exchange implements ResponseSink, Swept {
     this.#upReads++;
     const held = this.#held;
     if (held !== undefined) {
-      held.parts.push(chunk);
-      held.bytes += chunk.length;
-      if (held.bytes > (this.#req as ExchangeRequest).cluster.config.retryBufferBytes) this.#release();
+      if (!held.add(chunk)) this.#release();
       return;
     }
     const decoder = this.#decoder;
