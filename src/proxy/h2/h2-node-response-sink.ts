@@ -8,16 +8,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import http2, { type IncomingHttpHeaders } from 'node:http2';
 import { downstreamResponseHeaders } from '../routing/hop-headers.js';
-import { type LocalReason, replyHttp1 } from '../routing/local-reply.js';
+import { bodiless, type LocalReason, replyHttp1 } from '../routing/local-reply.js';
 import type { H2ExchangeSink } from './h2-exchange-sink.js';
 
 export class H2NodeResponseSink implements H2ExchangeSink {
   readonly requestBody: IncomingMessage | null;
   readonly #res: ServerResponse;
+  readonly #req: IncomingMessage;
 
   /** Answers `req` on `res`; `hasBody`: the request has a body to forward. */
   constructor(req: IncomingMessage, res: ServerResponse, hasBody: boolean) {
     this.#res = res;
+    this.#req = req;
     this.requestBody = hasBody ? req : null;
   }
 
@@ -31,10 +33,17 @@ export class H2NodeResponseSink implements H2ExchangeSink {
 
   head(status: number, headers: IncomingHttpHeaders): void {
     if (this.closed()) return;
-    this.#res.writeHead(
-      status,
-      downstreamResponseHeaders(headers as Record<string, string | string[] | undefined>, '2'),
-    );
+    const out = downstreamResponseHeaders(headers as Record<string, string | string[] | undefined>, '2');
+    // Trailers travel only in a chunked body: a response without one (an HTTP/1.0 client, a
+    // Content-Length, no body at all) announces none (node:http refuses `Trailer` there).
+    const req = this.#req;
+    const chunked =
+      req.httpVersionMajor === 1 &&
+      req.httpVersionMinor >= 1 &&
+      out['content-length'] === undefined &&
+      !bodiless(req.method ?? 'GET', status);
+    if (!chunked) delete out.trailer;
+    this.#res.writeHead(status, out);
   }
 
   body(chunk: Buffer, resume: () => void): boolean {
