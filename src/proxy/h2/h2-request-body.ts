@@ -30,6 +30,8 @@ export class H2RequestBody {
     // Paused first, so the 'data' listener does not start the flow before an upstream takes it.
     source.pause();
     source.on('data', (chunk: Buffer) => this.#onData(chunk));
+    // A client that goes away is the sink's to report (`onGone`); its stream's error is not ours.
+    source.on('error', () => {});
     source.once('end', () => {
       this.#ended = true;
       this.#target?.end();

@@ -10,7 +10,8 @@
  *
  * Retries go through the cluster's one retry policy (`attempt.retry(failure, request)`). A
  * response with a `retryOn` status is withheld only while a retry will really be made
- * (`attempt.wouldRetry`), and then buffered up to the cluster's `retryBufferBytes`: a larger
+ * (`attempt.wouldRetry`), and then buffered up to the cluster's `retryBufferBytes` (the rule and
+ * the buffer are the h2 exchange's too: `routing/withheld-response.ts`): a larger
  * body releases the response to the client as it is (and it is not retried). When the retry
  * cannot be made after all (the retry target disappeared, the cluster closed), the withheld
  * response is delivered as it was: status, headers, body and trailers.
@@ -207,10 +208,13 @@ export class Http1Exchange implements ResponseSink, Swept {
     this.#upReads++;
     const status = head.status;
     this.#status = status;
-    const limitBytes = (this.#req as ExchangeRequest).cluster.config.retryBufferBytes;
-    if (withholds(this.#ticket, status, limitBytes, this.#request(false))) {
-      this.#held = new WithheldResponse(head, limitBytes);
-      return;
+    // Below 500 (the hot path) nothing more is asked: `retries.on` holds 5xx statuses only.
+    if (status >= 500) {
+      const limitBytes = (this.#req as ExchangeRequest).cluster.config.retryBufferBytes;
+      if (withholds(this.#ticket, status, limitBytes, this.#request(false))) {
+        this.#held = new WithheldResponse(head, limitBytes);
+        return;
+      }
     }
     this.#deliverHead(head);
   }
