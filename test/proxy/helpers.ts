@@ -1,5 +1,5 @@
 /**
- * Test harness for the proxy: real HTTP/1.1 backends, each on its own loopback address,
+ * Test harness for the proxy: real HTTP/1.1 and h2c backends, each on its own loopback address,
  * counting the requests they serve; a proxy started in-process from a config object; and
  * bounded load loops (count and time).
  */
@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { normalizeProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 
-export interface Backend {
+export interface Backend<Server extends net.Server = http.Server> {
   readonly name: string;
   readonly address: string;
   readonly port: number;
@@ -19,7 +19,7 @@ export interface Backend {
   inFlight: number;
   /** Last request's headers, for header assertions. */
   lastHeaders: http.IncomingHttpHeaders | undefined;
-  readonly server: http.Server;
+  readonly server: Server;
   close(): Promise<void>;
 }
 
@@ -30,9 +30,34 @@ export interface BackendOptions {
 }
 
 /** Starts an HTTP/1.1 backend on `address` (e.g. 127.0.0.11), ephemeral port. */
-export async function startBackend(name: string, address: string, options: BackendOptions = {}): Promise<Backend> {
-  const server = http.createServer();
-  const backend: Backend = {
+export function startBackend(name: string, address: string, options: BackendOptions = {}): Promise<Backend> {
+  return serve(http.createServer(), name, address, options);
+}
+
+/**
+ * Starts an h2c backend on `address`, ephemeral port: node:http2's compatibility API, so the
+ * handlers of `startBackend` serve it too (`writeHead`, `write`, `addTrailers`, `end`).
+ */
+export function startH2Backend(
+  name: string,
+  address: string,
+  options: BackendOptions = {},
+): Promise<Backend<http2.Http2Server>> {
+  return serve(http2.createServer(), name, address, options);
+}
+
+async function serve<Server extends http.Server | http2.Http2Server>(
+  server: Server,
+  name: string,
+  address: string,
+  options: BackendOptions,
+): Promise<Backend<Server>> {
+  const sessions = new Set<http2.Http2Session>();
+  server.on('session', (s: http2.Http2Session) => {
+    sessions.add(s);
+    s.once('close', () => sessions.delete(s));
+  });
+  const backend: Backend<Server> = {
     name,
     address,
     port: 0,
@@ -44,10 +69,12 @@ export async function startBackend(name: string, address: string, options: Backe
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
-        server.closeIdleConnections();
+        if (server instanceof http.Server) server.closeIdleConnections();
+        for (const s of sessions) s.destroy();
       }),
   };
-  server.on('request', (req, res) => {
+  // node:http2's compatibility request and response offer what the handlers use.
+  (server as http.Server).on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     backend.hits++;
     backend.inFlight++;
     backend.lastHeaders = req.headers;

@@ -4,6 +4,11 @@
  * `x-evenlb-reason` for the same upstream failure — a refused connection, a reset before the
  * response, no response head in time, no endpoint at all, a cluster the proxy closed. gRPC
  * clients get the gRPC form of the same reply (HTTP 200, `grpc-status` from the status).
+ *
+ * With retries on (`retries.idempotent: 1`), the same holds after a retry: when the first
+ * attempt of each request fails — a reset, a 503, no response head in time — and the retry is
+ * answered, every GET client gets the retry's 200 from HTTP/1.1 and `h2` clusters alike, and
+ * gRPC clients (a POST, not idempotent: never retried on these failures) the first failure.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -13,8 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
-import { startProxy } from './helpers.js';
-import { ask, CLIENT_PROTOCOLS } from './protocol-clients.js';
+import { type Backend, startBackend, startH2Backend, startProxy } from './helpers.js';
+import { ask, CLIENT_PROTOCOLS, type ClientProtocol } from './protocol-clients.js';
 
 const GRPC_OF: Record<number, string> = { 502: '14', 503: '14', 504: '4' };
 
@@ -27,8 +32,52 @@ const EXPECTED: Record<Failure, { status: number; reason: string }> = {
   'cluster-closed': { status: 503, reason: 'cluster-closed' },
 };
 
+/** Failures of a first attempt that a retry answers. */
+type FirstFailure = 'reset' | 'busy' | 'timeout';
+const AFTER_RETRY: Record<FirstFailure, Record<ClientProtocol, string>> = {
+  reset: { 'HTTP/1.1': '200 -', 'HTTP/1.0': '200 -', h2c: '200 -', gRPC: '200 grpc-status 14 upstream-reset' },
+  // The gRPC client's 503 is the upstream's own answer, passed on as it was.
+  busy: { 'HTTP/1.1': '200 -', 'HTTP/1.0': '200 -', h2c: '200 -', gRPC: '503 grpc-status - -' },
+  timeout: { 'HTTP/1.1': '200 -', 'HTTP/1.0': '200 -', h2c: '200 -', gRPC: '200 grpc-status 4 upstream-timeout' },
+};
+
 let proxy: ProxyServer;
 let port = 0;
+const retryBackends: Backend<http.Server | http2.Http2Server>[] = [];
+
+/**
+ * Two endpoints of one cluster that fail the first attempt of each request path (wherever it
+ * lands: they share what they have seen) as the path's first segment says, and answer 200 after.
+ */
+async function failingFirst(h2: boolean, addresses: readonly string[]): Promise<string> {
+  const seen = new Set<string>();
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const path = req.url ?? '/';
+    const failure = path.split('/')[1] as FirstFailure;
+    if (seen.has(path)) {
+      req.resume();
+      res.end('ok');
+      return;
+    }
+    seen.add(path);
+    if (failure === 'reset') {
+      const stream = (res as unknown as http2.Http2ServerResponse).stream as http2.ServerHttp2Stream | undefined;
+      if (stream !== undefined) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      else req.socket.destroy();
+    } else if (failure === 'busy') {
+      res.writeHead(503, { 'retry-after': '7' });
+      res.end('busy\n');
+    }
+    // 'timeout': never answered.
+  };
+  const started = await Promise.all(
+    addresses.map((a, i) =>
+      h2 ? startH2Backend(`first-${i}`, a, { handler }) : startBackend(`first-${i}`, a, { handler }),
+    ),
+  );
+  retryBackends.push(...started);
+  return `static:///${started.map((b) => b.key).join(',')}`;
+}
 let dir = '';
 const closers: (() => Promise<void>)[] = [];
 
@@ -81,6 +130,10 @@ beforeAll(async () => {
     h1Silent: await listen(h1Silent, '127.0.0.105'),
     h2Silent: await listen(h2Silent, '127.0.0.106'),
   };
+  const retriedTargets = {
+    h1: await failingFirst(false, ['127.0.0.151', '127.0.0.152']),
+    h2: await failingFirst(true, ['127.0.0.153', '127.0.0.154']),
+  };
   const cluster = (name: string, target: string, h2: boolean) => ({
     name,
     target,
@@ -101,10 +154,21 @@ beforeAll(async () => {
       cluster('h2-no-endpoints', `file://${empty}`, true),
       cluster('h1-cluster-closed', `static:///${keys.h1Silent}`, false),
       cluster('h2-cluster-closed', `static:///${keys.h2Silent}`, true),
+      ...[false, true].map((h2) => ({
+        ...cluster(h2 ? 'h2-retried' : 'h1-retried', '', h2),
+        target: h2 ? retriedTargets.h2 : retriedTargets.h1,
+        policy: 'round-robin',
+        outlierDetection: false,
+        retries: { idempotent: 1, connectFailures: 1 },
+      })),
     ],
-    routes: ['h1', 'h2'].flatMap((p) =>
-      (Object.keys(EXPECTED) as Failure[]).map((f) => ({ hosts: [`${p}-${f}.test`], cluster: `${p}-${f}` })),
-    ),
+    routes: [
+      ...['h1', 'h2'].flatMap((p) =>
+        (Object.keys(EXPECTED) as Failure[]).map((f) => ({ hosts: [`${p}-${f}.test`], cluster: `${p}-${f}` })),
+      ),
+      { hosts: ['h1-retried.test'], cluster: 'h1-retried' },
+      { hosts: ['h2-retried.test'], cluster: 'h2-retried' },
+    ],
   });
   port = proxy.listenerPort('web') as number;
   // As a reload retires a cluster that requests still reach.
@@ -115,6 +179,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await proxy?.close();
   await Promise.all(closers.map((c) => c()));
+  await Promise.all(retryBackends.map((b) => b.close()));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -136,6 +201,26 @@ describe('same failure, same answer on every client path', () => {
           h2c: `${want.status} ${want.reason}`,
           gRPC: `grpc-status ${GRPC_OF[want.status]} ${want.reason}`,
         });
+      });
+    }
+  }
+});
+
+describe('same failure, same answer after a retry, on HTTP/1.1 and h2 clusters', () => {
+  for (const failure of Object.keys(AFTER_RETRY) as FirstFailure[]) {
+    for (const upstream of ['h1', 'h2']) {
+      it(`first attempt ${failure}, ${upstream === 'h1' ? 'HTTP/1.1' : 'h2'} cluster`, async () => {
+        const got = await Promise.all(
+          CLIENT_PROTOCOLS.map((p) => ask(p, port, `${upstream}-retried.test`, `/${failure}/${p.replace('/', '')}`)),
+        );
+        const table = Object.fromEntries(
+          CLIENT_PROTOCOLS.map((p, i) => {
+            const a = got[i] as (typeof got)[number];
+            const tail = `${a.reason ?? '-'}`;
+            return [p, p === 'gRPC' ? `${a.status} grpc-status ${a.grpcStatus ?? '-'} ${tail}` : `${a.status} ${tail}`];
+          }),
+        );
+        expect(table).toEqual(AFTER_RETRY[failure]);
       });
     }
   }

@@ -1,13 +1,10 @@
 /**
- * The cluster's side of one proxied HTTP/2 stream to an `h2` cluster: its attempts
- * (`clusterInternals(cluster).acquire()`) and a connected session for the current one
- * (`H2SessionPool`), a failed session connect retried through the attempt under the cluster's
- * one retry policy, and the outcome a finished stream ends its attempt with.
+ * The cluster's side of one proxied HTTP/2 stream to an `h2` cluster: a connected session for
+ * an attempt (`H2SessionPool`), a failed session connect retried through the attempt under the
+ * cluster's one retry policy, and the outcome a finished stream ends its attempt with.
  */
 import http2 from 'node:http2';
 import type { Attempt } from '../../cluster/attempt.js';
-import type { Cluster } from '../../cluster/cluster.js';
-import { clusterInternals } from '../../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../../cluster/cluster-options.js';
 import { grpcOutcome, grpcStatusOf } from '../../cluster/grpc-outcome.js';
 import { ErrorCodes, EvenlbError } from '../../core/errors.js';
@@ -23,12 +20,17 @@ export interface Connected {
 }
 
 /**
- * The cluster's attempt for one stream and a connected session to its endpoint. A failed
- * session connect is retried through the attempt (another endpoint, as `retries.connectFailures`
- * allows; nothing was sent, so any method may go again); the error says why there is none.
+ * A connected session for `first` (the cluster's first attempt for a stream, or a retry's). A
+ * failed session connect is retried through the attempt (another endpoint, as
+ * `retries.connectFailures` allows; nothing was sent, so any method may go again); the error
+ * says why there is none.
  */
-export async function connectStream(cluster: Cluster, pool: H2SessionPool, method: string): Promise<Connected | Error> {
-  let next: Attempt | EvenlbError = clusterInternals(cluster).acquire();
+export async function connectStream(
+  first: Attempt | EvenlbError,
+  pool: H2SessionPool,
+  method: string,
+): Promise<Connected | Error> {
+  let next = first;
   for (;;) {
     if (next instanceof EvenlbError) return next;
     const attempt = next;

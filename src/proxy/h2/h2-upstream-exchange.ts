@@ -1,141 +1,339 @@
 /**
- * One HTTP/2 client stream forwarded to an HTTP/2 upstream (gRPC end to end). The stream is
- * balanced on its own: it takes an attempt from the cluster (`clusterInternals(c).acquire()`),
- * a place on a session to `attempt.endpoint` from the `H2SessionPool`, and a session that fails
- * to connect goes through the cluster's one retry policy (`attempt.retry({ type:
- * 'connect-failure' })`, so `retries.connectFailures` applies and each retry is counted once, by
- * the cluster). The stream's end ends the attempt with its outcome (`streamOutcome`): a status
- * of 500 or more is an `http-error`, a `grpc-status` — in the trailers, or in the response head
- * of a trailers-only response — counts by the gRPC policy's rule; an upstream reset, a close
- * without a response or the `grpc-timeout` deadline is a `transport-error`; the client going
- * away `aborted`. The end also carries what the response said (`h2AttemptResponse`): 429 or 503,
- * or RESOURCE_EXHAUSTED, is pushback, and the `endpoint-load-metrics` trailer (or header) is the
- * endpoint's load report when the cluster's policy reads reports.
+ * The one h2 upstream exchange: every request to an `h2` cluster, whatever the client spoke
+ * (HTTP/2 streams and gRPC, HTTP/1.1 and HTTP/1.0 through node:http), goes through `H2Exchange`.
+ * It takes attempts from the cluster (`clusterInternals(c).acquire()`), a place on a session to
+ * `attempt.endpoint` from the `H2SessionPool`, opens one upstream stream per attempt, and
+ * answers through a small interface (`H2ExchangeSink`) — the only thing that differs between
+ * client protocols.
  *
- * Both bodies are piped (flow control on both sides gives backpressure), trailers are relayed
- * (`grpc-status` lives there), a client RST_STREAM cancels the upstream stream and an upstream
- * reset is passed back with its code, and a `grpc-timeout` header is forwarded and enforced
- * here as well. A stream the upstream refuses (REFUSED_STREAM, or above a GOAWAY's last stream
- * id) is not retried: its body has already been piped away, and the retry policy has no reason
- * for it; the client gets 502 `upstream-reset`.
+ * Retries go through the cluster's one retry policy (`attempt.retry(failure, request)`,
+ * `attempt.wouldRetry`), as on the HTTP/1.1 exchange:
+ * - a session that fails to connect, and a stream the upstream refused unprocessed
+ *   (REFUSED_STREAM — also what a GOAWAY below the stream's id closes it with — or a session
+ *   that takes no new stream) are `connect-failure`s: nothing was processed, so any method may
+ *   go again, under `retries.connectFailures` — provided the request body can be sent again;
+ * - a reset, a close without a response or no response head within `requestTimeoutMs` is a
+ *   `transport-error`: retried for idempotent methods with a replayable body, under
+ *   `retries.idempotent`, only while the client has seen nothing of a response;
+ * - a response with a `retries.on` status is withheld only while a retry will really be made
+ *   (`withholds`), its body buffered up to `retryBufferBytes` (`WithheldResponse`, shared with
+ *   the HTTP/1.1 exchange); a larger body releases it to the client as it is (not retried), and
+ *   when the retry cannot be made after all (retries used up, the target gone, the cluster
+ *   closed) the client gets it as it was: status, headers, body and trailers.
+ * A request body is replayable while all of it is held (`H2RequestBody`: up to
+ * `retryBufferBytes`). gRPC requests follow the same rules (they are POSTs: only the refused
+ * and connect-failure retries apply); a `grpc-status` is the application's answer, never an
+ * HTTP status retry — a client's gRPC retry policy decides which methods may be retried on it.
  *
- * The cluster's deadlines hold on this path as on the HTTP/1.1 one (`H2Deadlines`): the response
- * head within `requestTimeoutMs` of the stream being sent (else the upstream stream is cancelled
- * and the client gets 504 `upstream-timeout`, in gRPC form for gRPC clients), then DATA at least
- * every `bodyTimeoutMs` (else both streams are reset: RST_STREAM CANCEL to the upstream,
- * INTERNAL_ERROR to an HTTP/2 client, a cut connection for an HTTP/1.x client).
+ * Deadlines (`H2Deadlines`, per attempt): the response head within `requestTimeoutMs`, then
+ * DATA at least every `bodyTimeoutMs`; a stalled body already shown to the client cuts it. A
+ * client's `grpc-timeout` is forwarded and enforced across all attempts. A client that goes
+ * away cancels the upstream stream (with its reset code). Each attempt ends once, with the
+ * stream's outcome (`streamOutcome`), its failure, or `aborted` — and with what the response
+ * said (`h2AttemptResponse`): 429 or 503, or RESOURCE_EXHAUSTED, is pushback, and the
+ * `endpoint-load-metrics` trailer (or header) is the endpoint's load report when the cluster's
+ * policy reads reports.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import http2, { type ServerHttp2Stream } from 'node:http2';
-import type { Attempt } from '../../cluster/attempt.js';
+import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { Attempt, AttemptRequest } from '../../cluster/attempt.js';
 import { clusterInternals } from '../../cluster/cluster-internals.js';
 import type { RequestOutcome } from '../../cluster/cluster-options.js';
-import { h2AttemptResponse } from '../../cluster/load-feedback.js';
+import { type AttemptResponse, h2AttemptResponse } from '../../cluster/load-feedback.js';
+import { type AttemptFailure, outcomeOf } from '../../cluster/retry-policy.js';
 import type { TimerHandle } from '../../core/clock.js';
-import { downstreamResponseHeaders } from '../routing/hop-headers.js';
-import { LOCAL_REPLIES, type LocalReason, reasonForError, replyHttp1, replyHttp2 } from '../routing/local-reply.js';
+import { EvenlbError } from '../../core/errors.js';
+import { LOCAL_REPLIES, type LocalReason, reasonForError } from '../routing/local-reply.js';
+import { WithheldResponse, withholds } from '../routing/withheld-response.js';
 import type { ProxyCluster } from '../upstream/proxy-cluster.js';
+import { H2ClientStreamSink } from './h2-client-stream-sink.js';
 import { H2Deadlines } from './h2-deadlines.js';
+import type { H2ExchangeDone, H2ExchangeSink } from './h2-exchange-sink.js';
+import { H2NodeResponseSink } from './h2-node-response-sink.js';
+import { H2RequestBody } from './h2-request-body.js';
+import { type H2Headers, h2RequestHeaders, parseGrpcTimeoutMs } from './h2-request-headers.js';
 import type { H2SessionLease, H2SessionPool } from './h2-session-pool.js';
 import { connectStream, streamOutcome } from './h2-stream-attempt.js';
 
-const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR, NGHTTP2_INTERNAL_ERROR, NGHTTP2_REFUSED_STREAM } = http2.constants;
 const END_STREAM = 0x1;
+const REFUSED: AttemptFailure = { type: 'connect-failure' };
+const TRANSPORT: AttemptFailure = { type: 'transport-error' };
 
-/** True when `cluster`'s policy reads load reports (the response's report is then taken). */
-const reads = (cluster: ProxyCluster): boolean => clusterInternals(cluster.cluster).readsReports;
-
-type H2Headers = Record<string, string | string[] | number | undefined>;
-
-/** `grpc-timeout` (`<digits><unit>`, units H M S m u n) in ms; undefined when absent or malformed. */
-function parseGrpcTimeoutMs(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const m = /^([0-9]{1,8})([HMSmun])$/.exec(value);
-  if (m === null) return undefined;
-  const n = Number(m[1]);
-  switch (m[2]) {
-    case 'H':
-      return n * 3_600_000;
-    case 'M':
-      return n * 60_000;
-    case 'S':
-      return n * 1000;
-    case 'm':
-      return n;
-    case 'u':
-      return n / 1000;
-    default:
-      return n / 1_000_000;
-  }
+/** An upstream response head, as withheld and delivered. */
+interface Head {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly endStream: boolean;
 }
 
-/**
- * An HTTP/2 request header object: the given pseudo-headers plus a forwarded header list from
- * `upstreamRequestHeaders` (its `host` becomes `:authority`; repeated names become arrays, so
- * split `cookie` fields stay separate).
- */
-function h2RequestHeaders(pseudo: H2Headers, forwarded: readonly string[]): H2Headers {
-  const out: H2Headers = { ...pseudo };
-  for (let i = 0; i < forwarded.length; i += 2) {
-    const name = (forwarded[i] as string).toLowerCase();
-    const value = forwarded[i + 1] as string;
-    if (name === 'host') {
-      out[':authority'] = value;
-      continue;
+/** One attempt's upstream stream and what it has brought so far. */
+interface Try {
+  readonly attempt: Attempt;
+  readonly lease: H2SessionLease;
+  readonly up: http2.ClientHttp2Stream;
+  deadlines: H2Deadlines | undefined;
+  status: number;
+  /** The response head (a trailers-only response's `grpc-status` is there). */
+  head: IncomingHttpHeaders | undefined;
+  trailers: IncomingHttpHeaders | undefined;
+  held: WithheldResponse<Head> | undefined;
+  /** The head went to the client. */
+  delivered: boolean;
+  timedOut: boolean;
+  /** Set when the exchange itself cancelled the stream: the attempt's outcome. */
+  cancelled: RequestOutcome | undefined;
+}
+
+export class H2Exchange {
+  readonly #cluster: ProxyCluster;
+  readonly #sink: H2ExchangeSink;
+  readonly #method: string;
+  readonly #headers: H2Headers;
+  readonly #body: H2RequestBody;
+  readonly #done: H2ExchangeDone;
+  #try: Try | undefined;
+  /** The client's answer is decided (or the client is gone): `done` was called. */
+  #finished = false;
+  #deadline: TimerHandle | undefined;
+
+  /** `headers`: what to send upstream, pseudo-headers included. `send()` starts it. */
+  constructor(cluster: ProxyCluster, sink: H2ExchangeSink, method: string, headers: H2Headers, done: H2ExchangeDone) {
+    this.#cluster = cluster;
+    this.#sink = sink;
+    this.#method = method;
+    this.#headers = headers;
+    this.#done = done;
+    this.#body = new H2RequestBody(sink.requestBody, cluster.config.retryBufferBytes);
+    sink.onGone((code) => this.#gone(code));
+  }
+
+  /** Sends the request: the cluster's first attempt; `deadlineMs`: the client's own (grpc-timeout). */
+  send(deadlineMs?: number): Promise<void> {
+    if (deadlineMs !== undefined) {
+      this.#deadline = this.#cluster.clock.setTimeout(() => this.#expired(), deadlineMs + 50);
     }
-    const prev = out[name];
-    out[name] = prev === undefined ? value : Array.isArray(prev) ? [...prev, value] : [String(prev), value];
+    return this.#connect(clusterInternals(this.#cluster.cluster).acquire());
   }
-  return out;
-}
 
-/** How `openStream` answers the client when there is no stream. */
-interface OpenAnswer {
-  /** The client is gone. */
-  gone(): boolean;
-  /** A local reply (and `done`). */
-  reply(reason: LocalReason): void;
-  done(status: number, reason: string | undefined): void;
+  async #connect(first: Attempt | EvenlbError): Promise<void> {
+    const connected = await connectStream(first, this.#cluster.h2 as H2SessionPool, this.#method);
+    if (connected instanceof Error) {
+      if (!this.#finished) this.#answer(reasonForError(connected));
+      return;
+    }
+    const { attempt, lease } = connected;
+    if (this.#finished) {
+      lease.release();
+      attempt.end('aborted');
+      return;
+    }
+    let up: http2.ClientHttp2Stream;
+    try {
+      up = lease.session.request({ ...this.#headers }, { endStream: this.#body.empty });
+    } catch {
+      // The session takes no new stream (a GOAWAY came first): nothing was sent.
+      lease.release();
+      if (!this.#retry(attempt, this.#refusal(), false)) this.#answer('upstream-error');
+      return;
+    }
+    const t: Try = {
+      attempt,
+      lease,
+      up,
+      deadlines: undefined,
+      status: 0,
+      head: undefined,
+      trailers: undefined,
+      held: undefined,
+      delivered: false,
+      timedOut: false,
+      cancelled: undefined,
+    };
+    this.#try = t;
+    t.deadlines = new H2Deadlines(this.#cluster, up, { head: () => this.#timedOut(t), body: () => this.#timedOut(t) });
+    up.on('response', (h, flags) => this.#onHead(t, h, (flags & END_STREAM) !== 0));
+    up.on('data', (chunk: Buffer) => this.#onData(t, chunk));
+    up.on('trailers', (trailers) => {
+      t.trailers = trailers;
+    });
+    up.on('error', () => {
+      // 'close' follows and carries the reset code.
+    });
+    up.once('close', () => this.#onClose(t));
+    this.#body.attach(up);
+  }
+
+  /** What the cluster's retry policy reads about the request. */
+  #request(responded: boolean): AttemptRequest {
+    return { method: this.#method, replayable: this.#body.replayable, responded };
+  }
+
+  /**
+   * What the attempt's response said, for its end: the status and `grpc-status` (pushback), and
+   * the `endpoint-load-metrics` trailer or header when the cluster's policy reads reports.
+   */
+  #response(t: Try): AttemptResponse {
+    return h2AttemptResponse(t.status, t.head, t.trailers, clusterInternals(this.#cluster.cluster).readsReports);
+  }
+
+  /** A refused stream is a connect failure when the request can be sent again; else it cannot be retried. */
+  #refusal(): AttemptFailure {
+    return this.#body.replayable ? REFUSED : TRANSPORT;
+  }
+
+  #onHead(t: Try, headers: IncomingHttpHeaders, endStream: boolean): void {
+    const status = Number(headers[':status'] ?? 0);
+    t.status = status;
+    t.head = headers;
+    t.deadlines?.responded();
+    const head: Head = { status, headers, endStream };
+    const limitBytes = this.#cluster.config.retryBufferBytes;
+    if (!this.#finished && withholds(t.attempt, status, limitBytes, this.#request(false))) {
+      t.held = new WithheldResponse(head, limitBytes);
+      return;
+    }
+    this.#deliver(t, head);
+  }
+
+  #deliver(t: Try, head: Head): void {
+    t.delivered = true;
+    if (!this.#finished) this.#sink.head(head.status, head.headers, head.endStream);
+  }
+
+  #onData(t: Try, chunk: Buffer): void {
+    t.deadlines?.read();
+    const held = t.held;
+    if (held !== undefined) {
+      if (!held.add(chunk)) this.#release(t);
+      return;
+    }
+    if (this.#finished) return;
+    const up = t.up;
+    if (!this.#sink.body(chunk, () => up.resume())) up.pause();
+  }
+
+  /** A withheld response goes to the client after all (too big to buffer, or no retry left). */
+  #release(t: Try): void {
+    const held = t.held as WithheldResponse<Head>;
+    t.held = undefined;
+    this.#deliver(t, held.head);
+    for (const part of held.parts) this.#onData(t, part);
+  }
+
+  #timedOut(t: Try): void {
+    t.timedOut = true;
+  }
+
+  #onClose(t: Try): void {
+    t.deadlines?.stop();
+    t.lease.release();
+    if (this.#try === t) {
+      this.#try = undefined;
+      this.#body.detach();
+    }
+    if (t.cancelled !== undefined || this.#finished) {
+      t.attempt.end(t.cancelled ?? 'aborted');
+      return;
+    }
+    const code = t.up.rstCode ?? NGHTTP2_NO_ERROR;
+    if (!t.timedOut && code === NGHTTP2_NO_ERROR && t.status !== 0) this.#complete(t);
+    else this.#failed(t, code);
+  }
+
+  /** The upstream's whole response is in. */
+  #complete(t: Try): void {
+    if (t.held !== undefined) {
+      // Withheld because the policy would retry it; when it no longer can, the response as it was.
+      if (this.#retry(t.attempt, { type: 'status', status: t.status }, false, this.#response(t))) return;
+      this.#release(t);
+    }
+    const grpcStatus = t.trailers?.['grpc-status'] ?? t.head?.['grpc-status'];
+    t.attempt.end(streamOutcome(NGHTTP2_NO_ERROR, t.status, grpcStatus), this.#response(t));
+    this.#finish(t.status, undefined);
+    this.#sink.end(t.trailers);
+  }
+
+  /** The stream failed (reset, refused, closed without a response, timed out). */
+  #failed(t: Try, code: number): void {
+    const reason: LocalReason = t.timedOut ? 'upstream-timeout' : 'upstream-reset';
+    if (t.delivered) {
+      // The client has part of a response: all that can be done is to cut it.
+      t.attempt.end('transport-error', this.#response(t));
+      this.#finish(t.status, t.timedOut ? reason : undefined);
+      this.#sink.cut(t.timedOut ? NGHTTP2_INTERNAL_ERROR : code);
+      return;
+    }
+    // A withheld response was never shown: the client has seen nothing.
+    t.held = undefined;
+    const refused = !t.timedOut && code === NGHTTP2_REFUSED_STREAM && t.status === 0;
+    if (this.#retry(t.attempt, refused ? this.#refusal() : TRANSPORT, false)) return;
+    this.#answer(reason);
+  }
+
+  /**
+   * Ends `attempt` as failed by `failure` and sends the request again when the cluster's one
+   * retry policy hands out another attempt (counted once, by the cluster). False when it does
+   * not (the attempt is ended either way).
+   */
+  #retry(attempt: Attempt, failure: AttemptFailure, responded: boolean, response?: AttemptResponse): boolean {
+    if (this.#finished) {
+      attempt.end(outcomeOf(failure), response);
+      return false;
+    }
+    const next = attempt.retry(failure, this.#request(responded), response);
+    if (next === undefined || next instanceof EvenlbError) return false;
+    void this.#connect(next);
+    return true;
+  }
+
+  /** Nothing of a response was written: the local reply for `reason`. */
+  #answer(reason: LocalReason): void {
+    this.#finish(LOCAL_REPLIES[reason].status, reason);
+    this.#sink.reply(reason);
+  }
+
+  #finish(status: number, reason: string | undefined): void {
+    this.#finished = true;
+    this.#deadline?.cancel();
+    this.#body.discard();
+    this.#done(status, reason);
+  }
+
+  /** The client went away: the upstream stream is cancelled with the client's code. */
+  #gone(code: number): void {
+    if (this.#finished) return;
+    const t = this.#try;
+    this.#finish(t?.status ?? 0, t === undefined ? 'client-closed' : undefined);
+    if (t !== undefined && !t.up.closed) {
+      t.cancelled = 'aborted';
+      t.up.close(code);
+    }
+  }
+
+  /** The client's own deadline (`grpc-timeout`) passed: answer it, cancel the upstream stream. */
+  #expired(): void {
+    if (this.#finished) return;
+    const t = this.#try;
+    if (this.#sink.started()) {
+      this.#finish(t?.status ?? 0, 'deadline-exceeded');
+      this.#sink.cut(NGHTTP2_CANCEL);
+    } else this.#answer('deadline-exceeded');
+    if (t !== undefined && !t.up.closed) {
+      t.cancelled = 'transport-error';
+      t.up.close(NGHTTP2_CANCEL);
+    }
+  }
 }
 
 /**
- * The attempt, the session lease and the upstream stream for one request, or undefined when
- * there is none (the client was answered locally, or is gone).
+ * Forwards the HTTP/2 client stream `down` to an endpoint of the `h2` cluster `cluster`.
+ * `done(status, reason)` is called once, when the client's answer is decided.
+ *
+ * @example
+ * void forwardStreamToH2(stream, headers, endStream, cluster, upstreamRequestHeaders(flat, ctx), done);
  */
-async function openStream(
-  cluster: ProxyCluster,
-  method: string,
-  out: H2Headers,
-  endStream: boolean,
-  answer: OpenAnswer,
-): Promise<{ attempt: Attempt; lease: H2SessionLease; up: http2.ClientHttp2Stream } | undefined> {
-  const connected = await connectStream(cluster.cluster, cluster.h2 as H2SessionPool, method);
-  if (connected instanceof Error) {
-    answer.reply(reasonForError(connected));
-    return undefined;
-  }
-  const { attempt, lease } = connected;
-  if (answer.gone()) {
-    lease.release();
-    attempt.end('aborted');
-    answer.done(0, 'client-closed');
-    return undefined;
-  }
-  try {
-    return { attempt, lease, up: lease.session.request(out, { endStream }) };
-  } catch {
-    lease.release();
-    attempt.end('transport-error');
-    answer.reply('upstream-error');
-    return undefined;
-  }
-}
-
-/**
- * Forwards `down` to an endpoint of the `h2` cluster `cluster`. `done(status, reason)` is called
- * once when both sides are finished.
- */
-export async function forwardStreamToH2(
+export function forwardStreamToH2(
   down: ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
   /** True when the client's HEADERS frame ended the stream (no request body). */
@@ -143,209 +341,33 @@ export async function forwardStreamToH2(
   cluster: ProxyCluster,
   /** The request headers to send, from `upstreamRequestHeaders` (forwarding headers added). */
   upstreamHeaders: readonly string[],
-  done: (status: number, reason: string | undefined) => void,
+  done: H2ExchangeDone,
 ): Promise<void> {
   const grpc = String(headers['content-type'] ?? '').startsWith('application/grpc');
   const method = String(headers[':method'] ?? 'POST');
-  const reply = (reason: LocalReason): void => {
-    replyHttp2(down, reason, grpc, method);
-    done(LOCAL_REPLIES[reason].status, reason);
-  };
   const pseudo: H2Headers = { ':method': headers[':method'], ':path': headers[':path'] };
   if (headers[':scheme'] !== undefined) pseudo[':scheme'] = headers[':scheme'];
-  const opened = await openStream(cluster, method, h2RequestHeaders(pseudo, upstreamHeaders), endStream, {
-    gone: () => down.closed || down.destroyed,
-    reply,
-    done,
-  });
-  if (opened === undefined) return;
-  const { attempt, lease, up } = opened;
-  let status = 0;
-  /** The response head: a trailers-only response's `grpc-status` is there (no trailers follow). */
-  let head: http2.IncomingHttpHeaders | undefined;
-  let trailers: http2.IncomingHttpHeaders | undefined;
-  let finished = false;
-  /** The stream was cancelled by the client (or a deadline): not the endpoint's fault, or its timeout. */
-  let cancelled: RequestOutcome | undefined;
-  /** The local reply a deadline answered with. */
-  let timedOut: LocalReason | undefined;
-  let timer: TimerHandle | undefined;
-  const deadlines = new H2Deadlines(cluster, up, {
-    head: () => {
-      cancelled ??= 'transport-error';
-      timedOut = 'upstream-timeout';
-      if (!down.headersSent) replyHttp2(down, 'upstream-timeout', grpc, method);
-      else if (!down.closed) down.close(NGHTTP2_INTERNAL_ERROR);
-    },
-    body: () => {
-      cancelled ??= 'transport-error';
-      timedOut = 'upstream-timeout';
-      if (!down.closed) down.close(NGHTTP2_INTERNAL_ERROR);
-    },
-  });
-  const finish = (outcome: RequestOutcome, reason: string | undefined): void => {
-    if (finished) return;
-    finished = true;
-    timer?.cancel();
-    deadlines.stop();
-    lease.release();
-    attempt.end(outcome, h2AttemptResponse(status, head, trailers, reads(cluster)));
-    done(timedOut !== undefined && !down.headersSent ? 504 : status, timedOut ?? reason);
-  };
-
-  const timeoutMs = parseGrpcTimeoutMs(headers['grpc-timeout'] as string | undefined);
-  if (timeoutMs !== undefined) {
-    timer = cluster.clock.setTimeout(() => {
-      cancelled ??= 'transport-error';
-      if (!down.headersSent) replyHttp2(down, 'deadline-exceeded', grpc, method);
-      else if (!down.closed) down.close(NGHTTP2_CANCEL);
-      if (!up.closed) up.close(NGHTTP2_CANCEL);
-    }, timeoutMs + 50);
-  }
-
-  if (!endStream) down.pipe(up);
-
-  up.on('response', (h, flags) => {
-    status = Number(h[':status'] ?? 0);
-    head = h;
-    deadlines.responded();
-    if (down.closed) return;
-    const resp = downstreamResponseHeaders(h as Record<string, string | string[] | undefined>, '2') as H2Headers;
-    resp[':status'] = status;
-    if ((flags & END_STREAM) !== 0) {
-      down.respond(resp, { endStream: true });
-      return;
-    }
-    down.respond(resp, { waitForTrailers: true });
-  });
-  up.on('data', () => deadlines.read());
-  up.on('trailers', (t) => {
-    trailers = t;
-  });
-  down.on('wantTrailers', () => {
-    // Always a trailers frame, empty when the upstream sent none: it carries END_STREAM. A
-    // NO_ERROR reset instead waits for the client's half of the stream, and a client still
-    // sending (or holding) a body would never see the response end.
-    const t: H2Headers = {};
-    if (trailers !== undefined) for (const k in trailers) if (k.charCodeAt(0) !== 58) t[k] = trailers[k];
-    down.sendTrailers(t);
-  });
-  up.pipe(down);
-
-  up.on('error', () => {
-    // 'close' follows and carries the reset code.
-  });
-  down.on('error', () => {});
-  up.once('close', () => {
-    const code = up.rstCode ?? NGHTTP2_NO_ERROR;
-    if (timedOut === undefined && code !== NGHTTP2_NO_ERROR && !down.closed) {
-      if (!down.headersSent) replyHttp2(down, 'upstream-reset', grpc, method);
-      else down.close(code === NGHTTP2_CANCEL ? NGHTTP2_CANCEL : NGHTTP2_INTERNAL_ERROR);
-    } else if (timedOut === undefined && status === 0 && !down.closed) {
-      replyHttp2(down, 'upstream-reset', grpc, method);
-    }
-    finish(cancelled ?? streamOutcome(code, status, trailers?.['grpc-status'] ?? head?.['grpc-status']), undefined);
-  });
-  down.once('close', () => {
-    // A client reset (or a lost client connection) cancels the upstream stream.
-    const code = down.rstCode;
-    if (up.closed) return;
-    if (code !== undefined && code !== NGHTTP2_NO_ERROR) {
-      cancelled ??= 'aborted';
-      up.close(code);
-    } else if (!down.writableFinished) {
-      cancelled ??= 'aborted';
-      up.close(NGHTTP2_CANCEL);
-    }
-  });
+  const sink = new H2ClientStreamSink(down, method, grpc, !endStream);
+  const exchange = new H2Exchange(cluster, sink, method, h2RequestHeaders(pseudo, upstreamHeaders), done);
+  return exchange.send(parseGrpcTimeoutMs(headers['grpc-timeout'] as string | undefined));
 }
 
 /**
- * Forwards an HTTP/1.x client request (node:http) to an HTTP/2 upstream (an `h2` cluster). The
- * request is balanced like a stream; trailers come back as HTTP/1.1 chunked trailers when the
- * response is chunked.
+ * Forwards an HTTP/1.x client request (node:http) to an endpoint of the `h2` cluster `cluster`;
+ * trailers come back as HTTP/1.1 chunked trailers when the response is chunked.
+ *
+ * @example
+ * void forwardRequestToH2(req, res, upstreamRequestHeaders(req.rawHeaders, ctx), hasBody, cluster, done);
  */
-export async function forwardRequestToH2(
+export function forwardRequestToH2(
   req: IncomingMessage,
   res: ServerResponse,
   upstreamHeaders: readonly string[],
   hasBody: boolean,
   cluster: ProxyCluster,
-  done: (status: number, reason: string | undefined) => void,
+  done: H2ExchangeDone,
 ): Promise<void> {
-  const reply = (reason: LocalReason): void => {
-    replyHttp1(res, reason);
-    done(LOCAL_REPLIES[reason].status, reason);
-  };
-  const out = h2RequestHeaders(
-    { ':method': req.method ?? 'GET', ':path': req.url ?? '/', ':scheme': 'http' },
-    upstreamHeaders,
-  );
-  const opened = await openStream(cluster, req.method ?? 'GET', out, !hasBody, {
-    gone: () => res.destroyed || res.writableEnded,
-    reply,
-    done,
-  });
-  if (opened === undefined) return;
-  const { attempt, lease, up } = opened;
-  let status = 0;
-  let head: http2.IncomingHttpHeaders | undefined;
-  let trailers: http2.IncomingHttpHeaders | undefined;
-  let finished = false;
-  let cancelled = false;
-  let timedOut = false;
-  const deadlines = new H2Deadlines(cluster, up, {
-    head: () => {
-      timedOut = true;
-      reply('upstream-timeout');
-    },
-    body: () => {
-      timedOut = true;
-      res.destroy();
-    },
-  });
-  const finish = (outcome: RequestOutcome, reason: string | undefined): void => {
-    if (finished) return;
-    finished = true;
-    deadlines.stop();
-    lease.release();
-    const response = h2AttemptResponse(status, head, trailers, reads(cluster));
-    attempt.end(cancelled ? 'aborted' : timedOut ? 'transport-error' : outcome, response);
-    if (!timedOut || res.headersSent) done(status, reason);
-  };
-  if (hasBody) req.pipe(up);
-  up.on('response', (h) => {
-    status = Number(h[':status'] ?? 0);
-    head = h;
-    deadlines.responded();
-    res.writeHead(status, downstreamResponseHeaders(h as Record<string, string | string[] | undefined>, '2'));
-  });
-  up.on('data', () => deadlines.read());
-  up.on('trailers', (t) => {
-    trailers = t;
-    const list: [string, string][] = [];
-    for (const k in t) if (k.charCodeAt(0) !== 58) list.push([k, String(t[k])]);
-    if (list.length > 0 && res.chunkedEncoding) res.addTrailers(list);
-  });
-  up.pipe(res);
-  up.on('error', () => {});
-  up.once('close', () => {
-    if (timedOut) {
-      finish('transport-error', 'upstream-timeout');
-      return;
-    }
-    const code = up.rstCode ?? NGHTTP2_NO_ERROR;
-    if (code !== NGHTTP2_NO_ERROR || status === 0) {
-      if (!res.headersSent) replyHttp1(res, 'upstream-reset');
-      else res.destroy();
-      finish('transport-error', 'upstream-reset');
-      return;
-    }
-    finish(streamOutcome(code, status, undefined), undefined);
-  });
-  res.once('close', () => {
-    if (up.closed) return;
-    cancelled = !res.writableFinished && !timedOut;
-    up.close(NGHTTP2_CANCEL);
-  });
+  const method = req.method ?? 'GET';
+  const headers = h2RequestHeaders({ ':method': method, ':path': req.url ?? '/', ':scheme': 'http' }, upstreamHeaders);
+  return new H2Exchange(cluster, new H2NodeResponseSink(req, res, hasBody), method, headers, done).send();
 }

@@ -11,7 +11,9 @@
  * An attempt ends with its response's status and load report (`Attempt.end(outcome, this)`);
  * retries go through the cluster's one retry policy (`attempt.retry`). A `retryOn` response is
  * withheld only while a retry will be made (`attempt.wouldRetry`), buffered up to
- * `retryBufferBytes` (a larger body goes out as it is); if the retry fails to happen, it is sent.
+ * `retryBufferBytes` (the rule and the buffer are the h2 exchange's too:
+ * `routing/withheld-response.ts`; a larger body goes out as it is); if the retry fails to
+ * happen, the withheld response is sent as it was.
  *
  * Deadlines are checked by a sweep (`check(nowMs)`, the listener's, never a timer per request):
  * the response head within the cluster's `requestTimeoutMs` of each attempt (else 504
@@ -25,6 +27,7 @@ import { type AttemptResponse, loadReportHeader } from '../../cluster/load-feedb
 import { type AttemptFailure, classifyFailure, outcomeOf } from '../../cluster/retry-policy.js';
 import { ErrorCodes, EvenlbError } from '../../core/errors.js';
 import { type LocalReason, reasonForError } from '../routing/local-reply.js';
+import { WithheldResponse, withholds } from '../routing/withheld-response.js';
 import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import { ChunkedDecoder } from './chunked-decoder.js';
 import type { DownstreamSink, ExchangeRequest, SweepMembership, Swept } from './exchange-sink.js';
@@ -39,11 +42,7 @@ const MAX_PENDING_BODY_BYTES = 64 * 1024;
 const NO_TRAILERS: readonly string[] = Object.freeze([]);
 
 /** A response withheld for a retry: its head and its raw body bytes so far. */
-interface Held {
-  readonly head: ResponseHead;
-  readonly parts: Buffer[];
-  bytes: number;
-}
+type Held = WithheldResponse<ResponseHead>;
 
 const TIMEOUT_HEAD = (): Error => new EvenlbError(ErrorCodes.TIMEOUT, 'upstream sent no response head in time');
 
@@ -214,15 +213,13 @@ export class Http1Exchange implements ResponseSink, Swept, AttemptResponse {
     this.status = status;
     const reads = clusterInternals((this.#req as ExchangeRequest).cluster.cluster).readsReports;
     this.loadReport = loadReportHeader(head.headers, reads);
-    const ticket = this.#ticket;
-    if (
-      status >= 500 &&
-      ticket !== undefined &&
-      (this.#req as ExchangeRequest).cluster.config.retryBufferBytes > 0 &&
-      ticket.wouldRetry({ type: 'status', status }, this.#request(false))
-    ) {
-      this.#held = { head, parts: [], bytes: 0 };
-      return;
+    // Below 500 (the hot path) nothing more is asked: `retries.on` holds 5xx statuses only.
+    if (status >= 500) {
+      const limitBytes = (this.#req as ExchangeRequest).cluster.config.retryBufferBytes;
+      if (withholds(this.#ticket, status, limitBytes, this.#request(false))) {
+        this.#held = new WithheldResponse(head, limitBytes);
+        return;
+      }
     }
     this.#deliverHead(head);
   }
@@ -254,9 +251,7 @@ export class Http1Exchange implements ResponseSink, Swept, AttemptResponse {
     this.#upReads++;
     const held = this.#held;
     if (held !== undefined) {
-      held.parts.push(chunk);
-      held.bytes += chunk.length;
-      if (held.bytes > (this.#req as ExchangeRequest).cluster.config.retryBufferBytes) this.#release();
+      if (!held.add(chunk)) this.#release();
       return;
     }
     const decoder = this.#decoder;
