@@ -153,6 +153,7 @@ export interface ClusterConfig extends SameNameClusterConfig {
   /**
    * Largest response body withheld while a `retries.on` status is retried, bytes (default
    * 64 KiB); a longer body is passed to the client as it is and not retried; 0 = never withhold.
+   * On `h2` clusters also the largest request body kept for a replay (a longer one is not retried).
    */
   readonly retryBufferBytes: number;
   readonly connectTimeoutMs: number;
