@@ -36,14 +36,14 @@ describe('phase windows', () => {
 });
 
 describe('demo options', () => {
-  it('defaults finish four phases of 11 s', () => {
+  it('defaults finish five phases of 11 s', () => {
     const o = parseDemoOptions({});
     expect(o).toMatchObject({
       pods: 4,
       clients: 20,
       ratePerClient: 80,
       durationMs: 11_000,
-      phases: ['pinned', 'client', 'proxy', 'recycler'],
+      phases: ['pinned', 'client', 'proxy', 'recycler', 'sidecar'],
     });
   });
 
