@@ -16,6 +16,7 @@ import { SeededRandom } from '../../src/core/random.js';
 import { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { AppHealth } from '../../src/proxy/sidecar/app-health.js';
 import { parseSidecarOptions, SIDECAR_LISTENER, sidecarSetup } from '../../src/proxy/sidecar/sidecar-config.js';
+import { spliceTcp } from '../support/tcp-splice.js';
 import { quietLogger } from './helpers.js';
 
 /** A plain app: counts what it serves; `delayMs` holds each answer (streams stay in flight). */
@@ -190,17 +191,7 @@ export class PinningFront {
     client.once('close', () => {
       b.live--;
     });
-    const upstream = net.createConnection({ host: b.host, port: b.port });
-    for (const s of [client, upstream]) {
-      this.#sockets.add(s);
-      s.once('close', () => this.#sockets.delete(s));
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.end());
+    spliceTcp(client, b.host, b.port, this.#sockets);
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@
  */
 import net from 'node:net';
 import { SeededRandom } from '../../../src/core/random.js';
+import { spliceTcp } from '../../support/tcp-splice.js';
 
 export interface FrontBackend {
   readonly host: string;
@@ -50,17 +51,6 @@ export class RandomFront {
     client.once('close', () => {
       this.live[i] = (this.live[i] ?? 0) - 1;
     });
-    const upstream = net.createConnection({ host: b.host, port: b.port });
-    for (const s of [client, upstream]) {
-      this.#sockets.add(s);
-      s.once('close', () => this.#sockets.delete(s));
-    }
-    client.pipe(upstream);
-    upstream.pipe(client);
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-    client.on('close', () => upstream.destroy());
-    // end(), not destroy(): the backend's last response may still be in the client's write buffer.
-    upstream.on('close', () => client.end());
+    spliceTcp(client, b.host, b.port, this.#sockets);
   }
 }
