@@ -21,9 +21,10 @@ import type http from 'node:http';
 import type http2 from 'node:http2';
 import type net from 'node:net';
 import type tls from 'node:tls';
-import type { Clock } from '../core/clock.js';
 import { ServerMetrics } from '../metrics/server-metrics.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
+import type { ConnectionStats, DrainResult, RegistryDrainOptions } from './connection-stats.js';
+import { type Emitter, filterEmit } from './emit-filter.js';
 import { Http1Connection } from './http1-connection.js';
 import { Http2Connection } from './http2-connection.js';
 import type { LoadEndpoint } from './load/load-endpoint.js';
@@ -32,43 +33,7 @@ import type { RequestTap } from './request-tap.js';
 import { type RecyclableServer, type ServerKind, serverKind, stopListening } from './server-kind.js';
 import type { ConnectionHost, TrackedConnection } from './tracked-connection.js';
 
-/** Counters since the registry attached. */
-export interface ConnectionStats {
-  /** Connections open now. */
-  readonly open: number;
-  /** Connections accepted (HTTP/1 sockets and HTTP/2 sessions). */
-  readonly opened: number;
-  /** Connections closed, by reason. */
-  readonly closed: Readonly<Record<CloseReason, number>>;
-  /** Requests (HTTP/2: streams) handed to the application. */
-  readonly requests: number;
-  /** HTTP/1 requests pipelined behind a closing response, never handed to the application. */
-  readonly droppedRequests: number;
-  /** HTTP/2 streams opened after GOAWAY's last stream id, refused with REFUSED_STREAM. */
-  readonly refusedStreams: number;
-}
-
-/** What a drain did. */
-export interface DrainResult {
-  /** Connections open when the drain started. */
-  readonly connectionsAtStart: number;
-  /** Requests in flight when the drain started. */
-  readonly inFlightAtStart: number;
-  /** Connections still open at the end of the grace, destroyed (their requests were cut). */
-  readonly destroyed: number;
-  /** True when the grace ended (or a forced stop came) before every connection had closed. */
-  readonly timedOut: boolean;
-  /** Clock milliseconds from the start of the drain to its end. */
-  readonly elapsedMs: number;
-}
-
-export interface RegistryDrainOptions {
-  readonly graceMs: number;
-  readonly clock: Clock;
-}
-
-type EmitFn = (event: string | symbol, ...args: unknown[]) => boolean;
-type Emitter = { emit: EmitFn };
+export type { ConnectionStats, DrainResult, RegistryDrainOptions } from './connection-stats.js';
 
 const REASONS: readonly CloseReason[] = [
   'requests',
@@ -283,9 +248,12 @@ export class ConnectionRegistry implements ConnectionHost {
 
   #attach(): void {
     this.#attached = true;
-    this.#wrapEmit(this.server as unknown as Emitter, (event, first, second) =>
-      this.#onServerEvent(event, first, second),
+    const undo = filterEmit(
+      this.server as unknown as Emitter,
+      () => this.#attached,
+      (event, first, second) => this.#onServerEvent(event, first, second),
     );
+    this.#detach.push(undo);
   }
 
   /** Listens for new connections (HTTP/1 sockets, HTTP/2 sessions) to track them from their start. */
@@ -314,30 +282,6 @@ export class ConnectionRegistry implements ConnectionHost {
 
   #stopTracking(): void {
     for (const undo of this.#untrack.splice(0)) undo();
-  }
-
-  /**
-   * Replaces `target.emit` with a filter of the event and its first two arguments (all the
-   * events filtered need); `filter` returns false to swallow the event. The wrapper passes
-   * `arguments` on as they came: no rest array per event.
-   */
-  #wrapEmit(target: Emitter, filter: (event: string | symbol, first: unknown, second: unknown) => boolean): void {
-    const hadOwn = Object.hasOwn(target, 'emit');
-    const original = target.emit;
-    const registry = this;
-    const wrapped = function (this: unknown, event: string | symbol, first?: unknown, second?: unknown): boolean {
-      if (registry.#attached && !filter(event, first, second)) return false;
-      // biome-ignore lint/complexity/noArguments: every argument, passed on without copying
-      return original.apply(this, arguments as unknown as [string | symbol, ...unknown[]]);
-    } as EmitFn;
-    target.emit = wrapped;
-    if (target === (this.server as unknown as Emitter)) {
-      this.#detach.push(() => {
-        if (target.emit !== wrapped) return;
-        if (hadOwn) target.emit = original;
-        else delete (target as Partial<Emitter>).emit;
-      });
-    }
   }
 
   /** Server-level events; false swallows the event. */
@@ -417,10 +361,14 @@ export class ConnectionRegistry implements ConnectionHost {
       const c = new Http2Connection(this, session);
       connection = c;
       this.#bySession.set(session, c);
-      this.#wrapEmit(session as unknown as Emitter, (event, first) => {
-        if (event !== 'stream' || this.#bySession.get(session) !== c) return true;
-        return this.#admitStream(c, first as http2.ServerHttp2Stream);
-      });
+      filterEmit(
+        session as unknown as Emitter,
+        () => this.#attached,
+        (event, first) => {
+          if (event !== 'stream' || this.#bySession.get(session) !== c) return true;
+          return this.#admitStream(c, first as http2.ServerHttp2Stream);
+        },
+      );
       this.#register(c);
     }
     return connection;
