@@ -8,14 +8,23 @@
  *
  * Connections opened before the registry attached are adopted at their next request (their age
  * counts from then); `drain` still closes the rest at the end of its grace.
+ *
+ * Tracking connections is paid for only while a part that needs it holds the registry
+ * (`recycleConnections`, `drain`; `acquire(..., true)`). Load reporting alone (`reportLoad`)
+ * needs to see requests, not connections: untracked, the registry keeps no per-connection record
+ * and no connection listener, and follows each request with one `close` listener for its tap.
+ * Tracking starts with the first tracking holder (connections open then are adopted at their
+ * next request) and its listeners go with the last; records of connections already tracked
+ * stay until those connections close.
  */
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import type net from 'node:net';
 import type tls from 'node:tls';
-import type { Clock } from '../core/clock.js';
 import { ServerMetrics } from '../metrics/server-metrics.js';
 import type { CloseReason } from '../pool/lifetime-policy.js';
+import type { ConnectionStats, DrainResult, RegistryDrainOptions } from './connection-stats.js';
+import { type Emitter, filterEmit } from './emit-filter.js';
 import { Http1Connection } from './http1-connection.js';
 import { Http2Connection } from './http2-connection.js';
 import type { LoadEndpoint } from './load/load-endpoint.js';
@@ -24,43 +33,7 @@ import type { RequestTap } from './request-tap.js';
 import { type RecyclableServer, type ServerKind, serverKind, stopListening } from './server-kind.js';
 import type { ConnectionHost, TrackedConnection } from './tracked-connection.js';
 
-/** Counters since the registry attached. */
-export interface ConnectionStats {
-  /** Connections open now. */
-  readonly open: number;
-  /** Connections accepted (HTTP/1 sockets and HTTP/2 sessions). */
-  readonly opened: number;
-  /** Connections closed, by reason. */
-  readonly closed: Readonly<Record<CloseReason, number>>;
-  /** Requests (HTTP/2: streams) handed to the application. */
-  readonly requests: number;
-  /** HTTP/1 requests pipelined behind a closing response, never handed to the application. */
-  readonly droppedRequests: number;
-  /** HTTP/2 streams opened after GOAWAY's last stream id, refused with REFUSED_STREAM. */
-  readonly refusedStreams: number;
-}
-
-/** What a drain did. */
-export interface DrainResult {
-  /** Connections open when the drain started. */
-  readonly connectionsAtStart: number;
-  /** Requests in flight when the drain started. */
-  readonly inFlightAtStart: number;
-  /** Connections still open at the end of the grace, destroyed (their requests were cut). */
-  readonly destroyed: number;
-  /** True when the grace ended (or a forced stop came) before every connection had closed. */
-  readonly timedOut: boolean;
-  /** Clock milliseconds from the start of the drain to its end. */
-  readonly elapsedMs: number;
-}
-
-export interface RegistryDrainOptions {
-  readonly graceMs: number;
-  readonly clock: Clock;
-}
-
-type EmitFn = (event: string | symbol, ...args: unknown[]) => boolean;
-type Emitter = { emit: EmitFn };
+export type { ConnectionStats, DrainResult, RegistryDrainOptions } from './connection-stats.js';
 
 const REASONS: readonly CloseReason[] = [
   'requests',
@@ -89,6 +62,9 @@ export class ConnectionRegistry implements ConnectionHost {
   /** Sees every request handed to the application (load reporting). */
   tap: RequestTap | undefined;
   #refs = 0;
+  /** Holders that need connections tracked. */
+  #trackRefs = 0;
+  readonly #untrack: (() => void)[] = [];
   #attached = false;
   #owner: object | undefined;
   #metrics: ServerMetrics | undefined;
@@ -114,8 +90,12 @@ export class ConnectionRegistry implements ConnectionHost {
     this.settings = trackingOnlySettings();
   }
 
-  /** The server's registry, attached on first use; pair every call with `release()`. */
-  static acquire(server: unknown, component: string): ConnectionRegistry {
+  /**
+   * The server's registry, attached on first use; pair every call with `release(tracking)`.
+   * `tracking` false: the holder needs requests seen (the tap, the load document), not
+   * connections tracked.
+   */
+  static acquire(server: unknown, component: string, tracking = true): ConnectionRegistry {
     const kind = serverKind(server, component);
     const s = server as RecyclableServer;
     let registry = registries.get(s);
@@ -124,12 +104,14 @@ export class ConnectionRegistry implements ConnectionHost {
       registries.set(s, registry);
     }
     if (registry.#refs++ === 0) registry.#attach();
+    if (tracking && registry.#trackRefs++ === 0) registry.#startTracking();
     return registry;
   }
 
-  /** Drops one reference; the last one detaches from the server. */
-  release(): void {
+  /** Drops one reference taken with the same `tracking`; the last one detaches from the server. */
+  release(tracking = true): void {
     if (this.#refs === 0) return;
+    if (tracking && this.#trackRefs > 0 && --this.#trackRefs === 0) this.#stopTracking();
     if (--this.#refs > 0) return;
     this.#attached = false;
     for (const undo of this.#detach.splice(0)) undo();
@@ -266,11 +248,21 @@ export class ConnectionRegistry implements ConnectionHost {
 
   #attach(): void {
     this.#attached = true;
+    const undo = filterEmit(
+      this.server as unknown as Emitter,
+      () => this.#attached,
+      (event, first, second) => this.#onServerEvent(event, first, second),
+    );
+    this.#detach.push(undo);
+  }
+
+  /** Listens for new connections (HTTP/1 sockets, HTTP/2 sessions) to track them from their start. */
+  #startTracking(): void {
     const server = this.server;
     const kind = this.kind;
     const on = <A extends unknown[]>(event: string, listener: (...args: A) => void): void => {
       server.prependListener(event, listener);
-      this.#detach.push(() => server.removeListener(event, listener));
+      this.#untrack.push(() => server.removeListener(event, listener));
     };
 
     on('connection', (socket: net.Socket) => {
@@ -286,41 +278,30 @@ export class ConnectionRegistry implements ConnectionHost {
     if (kind === 'h2c' || kind === 'h2-secure') {
       on('session', (session: http2.ServerHttp2Session) => this.#adoptSession(session));
     }
-    this.#wrapEmit(server as unknown as Emitter, (event, args) => this.#onServerEvent(event, args));
   }
 
-  /** Replaces `target.emit` with a filter; `filter` returns false to swallow the event. */
-  #wrapEmit(target: Emitter, filter: (event: string | symbol, args: unknown[]) => boolean): void {
-    const hadOwn = Object.hasOwn(target, 'emit');
-    const original = target.emit;
-    const registry = this;
-    const wrapped: EmitFn = function (this: unknown, event, ...args) {
-      if (registry.#attached && !filter(event, args)) return false;
-      return original.call(this, event, ...args);
-    };
-    target.emit = wrapped;
-    if (target === (this.server as unknown as Emitter)) {
-      this.#detach.push(() => {
-        if (target.emit !== wrapped) return;
-        if (hadOwn) target.emit = original;
-        else delete (target as Partial<Emitter>).emit;
-      });
-    }
+  #stopTracking(): void {
+    for (const undo of this.#untrack.splice(0)) undo();
   }
 
   /** Server-level events; false swallows the event. */
-  #onServerEvent(event: string | symbol, args: unknown[]): boolean {
+  #onServerEvent(event: string | symbol, first: unknown, second: unknown): boolean {
     switch (event) {
       case 'request':
       case 'checkContinue':
       case 'checkExpectation': {
-        const req = args[0] as http.IncomingMessage;
+        const req = first as http.IncomingMessage;
         if (req.httpVersionMajor >= 2) return true;
-        const res = args[1] as http.ServerResponse;
+        const res = second as http.ServerResponse;
         if (this.loadEndpoint?.answer(req, res) === true) return false;
-        if (this.#adoptSocket(req.socket).admit(req, res)) {
+        if (this.#trackRefs === 0) {
           this.#requests++;
-          this.tap?.request(req, res);
+          const tapped = this.tap?.request(req, res);
+          if (tapped !== undefined) res.on('close', () => tapped.end(res.statusCode >= 500));
+          return true;
+        }
+        if (this.#adoptSocket(req.socket).admit(req, res, this.tap)) {
+          this.#requests++;
           return true;
         }
         this.#dropped++;
@@ -329,7 +310,7 @@ export class ConnectionRegistry implements ConnectionHost {
       case 'upgrade':
       case 'connect': {
         // The socket leaves HTTP (WebSocket, tunnel): no longer ours to recycle.
-        const socket = (args[0] as http.IncomingMessage).socket;
+        const socket = (first as http.IncomingMessage).socket;
         const connection = this.#bySocket.get(socket);
         if (connection !== undefined) {
           this.#bySocket.delete(socket);
@@ -339,8 +320,13 @@ export class ConnectionRegistry implements ConnectionHost {
       }
       case 'stream': {
         // A stream on a session opened before we attached: adopt the session now.
-        const stream = args[0] as http2.ServerHttp2Stream;
+        const stream = first as http2.ServerHttp2Stream;
         const session = stream.session as http2.ServerHttp2Session | undefined;
+        if (session !== undefined && this.#trackRefs === 0 && !this.#bySession.has(session)) {
+          this.#requests++;
+          this.tap?.stream(stream);
+          return true;
+        }
         if (session === undefined || this.#bySession.has(session)) return true;
         return this.#admitStream(this.#adoptSession(session), stream);
       }
@@ -375,10 +361,14 @@ export class ConnectionRegistry implements ConnectionHost {
       const c = new Http2Connection(this, session);
       connection = c;
       this.#bySession.set(session, c);
-      this.#wrapEmit(session as unknown as Emitter, (event, args) => {
-        if (event !== 'stream' || this.#bySession.get(session) !== c) return true;
-        return this.#admitStream(c, args[0] as http2.ServerHttp2Stream);
-      });
+      filterEmit(
+        session as unknown as Emitter,
+        () => this.#attached,
+        (event, first) => {
+          if (event !== 'stream' || this.#bySession.get(session) !== c) return true;
+          return this.#admitStream(c, first as http2.ServerHttp2Stream);
+        },
+      );
       this.#register(c);
     }
     return connection;

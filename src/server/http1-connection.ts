@@ -22,6 +22,7 @@
 import type http from 'node:http';
 import type net from 'node:net';
 import type { CloseReason } from '../pool/lifetime-policy.js';
+import type { RequestTap } from './request-tap.js';
 import { type ConnectionHost, TrackedConnection } from './tracked-connection.js';
 
 /** A connection that has carried no request is not closed as idle sooner than this. */
@@ -47,9 +48,10 @@ export class Http1Connection extends TrackedConnection {
 
   /**
    * A request arrived. Returns false when it must not be served (it was pipelined behind the
-   * response that closes the connection); the caller then does not emit it.
+   * response that closes the connection); the caller then does not emit it. An admitted request
+   * is shown to `tap`, whose end is told from this response's one `close` listener.
    */
-  admit(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  admit(req: http.IncomingMessage, res: http.ServerResponse, tap?: RequestTap): boolean {
     if (this.#closeQueued || this.closed) {
       req.resume();
       return false;
@@ -58,10 +60,12 @@ export class Http1Connection extends TrackedConnection {
     const before = policy.canCarryAnother(this, clock.now());
     this.requestStarted();
     this.#pending.push(res);
-    res.once('close', () => {
+    const tapped = tap?.request(req, res);
+    res.on('close', () => {
       const i = this.#pending.indexOf(res);
       if (i >= 0) this.#pending.splice(i, 1);
       this.requestEnded();
+      tapped?.end(res.statusCode >= 500);
     });
 
     let reason: CloseReason | undefined;

@@ -131,6 +131,91 @@ describe('reportLoad on an HTTP/1.1 server', () => {
   });
 });
 
+describe('reportLoad costs: requests seen, not connections tracked', () => {
+  /** Close listeners on each response as the application sees it, and connection listeners on the server. */
+  async function listenersWith(attach: (server: http.Server) => () => Promise<unknown>) {
+    const closeListeners: number[] = [];
+    const server = http.createServer((req, res) => {
+      closeListeners.push(res.listenerCount('close'));
+      req.resume();
+      res.end('ok');
+    });
+    const port = await listen(server);
+    cleanups.push(() => shutdown(server));
+    const before = server.listenerCount('connection');
+    const detach = attach(server);
+    cleanups.push(detach);
+    const connection = server.listenerCount('connection') - before;
+    const headers: (string | undefined)[] = [];
+    for (let i = 0; i < 3; i++) headers.push((await get(port)).header);
+    return { connection, close: closeListeners, headers };
+  }
+
+  it('alone it adds no connection listener and one close listener per response; with a recycler they share one', async () => {
+    const plain = await listenersWith(() => async () => {});
+    const alone = await listenersWith((server) => reportLoad(server).close);
+    const recycler = await listenersWith((server) => {
+      const recycling = recycleConnections(server);
+      const reporting = reportLoad(server);
+      return async () => Promise.all([reporting.close(), recycling.close()]);
+    });
+    const tracked = await listenersWith((server) => recycleConnections(server).close);
+    expect(alone.headers.every((h) => h?.startsWith('TEXT '))).toBe(true);
+    expect(recycler.headers.every((h) => h?.startsWith('TEXT '))).toBe(true);
+    expect(alone.connection).toBe(0);
+    expect(alone.close).toEqual(plain.close.map((n) => n + 1));
+    expect(recycler.close).toEqual(tracked.close);
+    expect(tracked.connection).toBe(1);
+  });
+
+  it('the report stands beside what the application sets, and overrides its own endpoint-load-metrics', async () => {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      if (req.url === '/set') res.setHeader('x-app', 'set');
+      if (req.url === '/own') res.setHeader('endpoint-load-metrics', 'TEXT eps=99');
+      if (req.url === '/reason') res.writeHead(202, 'Taken');
+      if (req.url === '/object') res.writeHead(201, 'Made', { 'x-app': 'object' });
+      if (req.url === '/array') res.writeHead(201, ['x-app', 'array']);
+      res.end('ok');
+    });
+    const port = await listen(server);
+    cleanups.push(() => shutdown(server));
+    const reporting = reportLoad(server);
+    cleanups.push(() => reporting.close());
+    for (const [path, status, app] of [
+      ['/', 200, undefined],
+      ['/set', 200, 'set'],
+      ['/own', 200, undefined],
+      ['/reason', 202, undefined],
+      ['/object', 201, 'object'],
+      ['/array', 201, 'array'],
+    ] as const) {
+      const res = await request(`http://127.0.0.1:${port}${path}`);
+      await res.body.text();
+      expect({ path, status: res.statusCode, app: res.headers['x-app'] }).toEqual({ path, status, app });
+      const report = parseLoadReport(res.headers['endpoint-load-metrics'] as string);
+      expect(report?.namedMetrics?.inflight, path).toBe(0);
+      expect(report?.eps, path).toBe(0);
+    }
+    expect(reporting.reporter.stats()).toMatchObject({ requests: 6, reportsAttached: 6 });
+  });
+
+  it('a recycler attached after reportLoad limits connections; closing it leaves reporting as it was', async () => {
+    const app = await startApp();
+    const connectionListeners = app.server.listenerCount('connection');
+    const reporting = reportLoad(app.server);
+    cleanups.push(() => reporting.close());
+    await get(app.port);
+    const recycling = recycleConnections(app.server, { maxRequestsPerConnection: 2 });
+    for (let i = 0; i < 6; i++) expect((await get(app.port)).header?.startsWith('TEXT ')).toBe(true);
+    expect(recycling.stats().closed.requests).toBeGreaterThanOrEqual(2);
+    await recycling.close();
+    expect(app.server.listenerCount('connection')).toBe(connectionListeners);
+    for (let i = 0; i < 3; i++) expect((await get(app.port)).header?.startsWith('TEXT ')).toBe(true);
+    expect(reporting.reporter.stats()).toMatchObject({ requests: 10, inFlight: 0, reportsAttached: 10 });
+  });
+});
+
 describe('reportLoad with fair-share recycling: one document, one path', () => {
   it('peers and probes read the same document; a different path is refused naming the field', async () => {
     const app = await startApp('127.0.4.1');

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseLoadReport } from '../../balancing/load-report.js';
 import { ManualClock } from '../../core/clock.js';
 import { InFlightLatency } from './in-flight-latency.js';
-import { cpuLimitCores, LoadReporter } from './load-reporter.js';
+import { cpuLimitCores, LATENCY_SAMPLES_PER_SECOND, LoadReporter } from './load-reporter.js';
 
 const T0 = 1_000_000;
 
@@ -114,6 +114,36 @@ describe('LoadReporter', () => {
     expect(reporter.probeAnswer().inFlight).toBe(1);
     expect(reporter.probeAnswer().latencyMs).toBeCloseTo(30, 5);
     held.end();
+    reporter.close();
+  });
+
+  it('above LATENCY_SAMPLES_PER_SECOND completions a second it times only every k-th request, still counting all', () => {
+    const clock = new ManualClock(T0);
+    let reads = 0;
+    const counting = {
+      now: () => {
+        reads++;
+        return clock.now();
+      },
+      setTimeout: (fn: () => void, ms: number) => clock.setTimeout(fn, ms),
+    };
+    const reporter = new LoadReporter({ clock: counting, cpu: false, periodMs: 100, windowMs: 100 });
+    // 500 requests of 0.2 ms per 100 ms period: 5,000/s, five times the sampling threshold.
+    const period = () => {
+      for (let i = 0; i < 500; i++) {
+        const r = reporter.begin();
+        clock.advance(0.2);
+        r.end();
+      }
+    };
+    for (let p = 0; p < 20; p++) period();
+    reads = 0;
+    period();
+    expect(reporter.report().rpsFractional).toBeGreaterThan(4 * LATENCY_SAMPLES_PER_SECOND);
+    // Twice per timed request: about 2 × 500 / 5, well under twice per request.
+    expect(reads / (2 * 500)).toBeLessThanOrEqual(0.3);
+    expect(reporter.probeAnswer().latencyMs).toBeCloseTo(0.2, 5);
+    expect(reporter.stats()).toMatchObject({ requests: 21 * 500, inFlight: 0 });
     reporter.close();
   });
 

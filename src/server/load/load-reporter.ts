@@ -13,7 +13,11 @@
  *
  * Requests are counted from `begin()` to their `ReportedRequest.end()`: requests in flight now,
  * completions and errors per second, and each request's latency by the in-flight count it
- * arrived at (`InFlightLatency`). A response's report counts the other requests in flight
+ * arrived at (`InFlightLatency`). Reading the clock costs about as much as the rest of a
+ * request's counting, so above `LATENCY_SAMPLES_PER_SECOND` completions per second (the last
+ * period's rate) only every k-th request is timed, k chosen per period to keep about that many
+ * latency samples a second — plenty for the estimates, and the clock is read twice per k
+ * requests instead of twice per request. Every request is still counted. A response's report counts the other requests in flight
  * (its own is finishing); a probe's counts them all, and its latency is what a request arriving
  * now could expect.
  *
@@ -34,6 +38,12 @@ import { parseOptions } from '../../core/options.js';
 import { IN_FLIGHT_BUCKETS, InFlightLatency } from './in-flight-latency.js';
 import { type LoadReporterOptions, loadReporterSpec, type ParsedLoadReporterOptions } from './load-reporter-options.js';
 
+/**
+ * Above this many completions per second, only every k-th request is timed (keeping about this
+ * many latency samples a second).
+ */
+export const LATENCY_SAMPLES_PER_SECOND = 1000;
+
 /** What a reporter has measured. */
 export interface LoadReporterStats {
   /** Requests begun, ever. */
@@ -52,6 +62,7 @@ let endRequest: (reporter: LoadReporter, request: ReportedRequest, failed: boole
 /** One request as the reporter counts it: `reportValue()` for its response, then `end()`. */
 export class ReportedRequest {
   readonly #reporter: LoadReporter;
+  /** When it began, clock ms; NaN when this request is not timed (see the module comment). */
   readonly startMs: number;
   /** Other requests in flight when it arrived. */
   readonly arrivedInFlight: number;
@@ -87,6 +98,9 @@ export class LoadReporter {
   #completed = 0;
   #errors = 0;
   #attached = 0;
+  /** Time every `#timeEvery`-th request; `#sinceTimed` counts the requests begun since the last one timed. */
+  #timeEvery = 1;
+  #sinceTimed = 0;
   /** [sampling credit]: a typed slot, so adding a fraction never boxes a number. */
   readonly #credit = new Float64Array(1);
   #lastTickMs: number;
@@ -124,7 +138,12 @@ export class LoadReporter {
 
   /** Counts a request from now until its `end()`. */
   begin(): ReportedRequest {
-    const request = new ReportedRequest(this, this.#clock.now(), this.#inFlight);
+    let startMs = Number.NaN;
+    if (++this.#sinceTimed >= this.#timeEvery) {
+      this.#sinceTimed = 0;
+      startMs = this.#clock.now();
+    }
+    const request = new ReportedRequest(this, startMs, this.#inFlight);
     this.#inFlight++;
     this.#requests++;
     return request;
@@ -184,6 +203,7 @@ export class LoadReporter {
     if (this.#inFlight > 0) this.#inFlight--;
     this.#completed++;
     if (failed) this.#errors++;
+    if (Number.isNaN(request.startMs)) return;
     const now = this.#clock.now();
     this.#latency.observe(request.arrivedInFlight, now - request.startMs, now);
   }
@@ -220,6 +240,7 @@ export class LoadReporter {
         this.#lastTickMs = now;
       }
     }
+    this.#timeEvery = this.#rps > LATENCY_SAMPLES_PER_SECOND ? Math.round(this.#rps / LATENCY_SAMPLES_PER_SECOND) : 1;
     const app = this.options.applicationUtilization?.();
     this.#app = typeof app === 'number' && Number.isFinite(app) && app >= 0 ? app : undefined;
     this.#report = Object.freeze({
