@@ -174,7 +174,7 @@ export class H2Exchange {
    * the `endpoint-load-metrics` trailer or header when the cluster's policy reads reports.
    */
   #response(t: Try): AttemptResponse {
-    return h2AttemptResponse(t.status, t.head, t.trailers, clusterInternals(this.#cluster.cluster).readsReports);
+    return h2AttemptResponse(t.status, t.head, t.trailers, this.#cluster.readsReports);
   }
 
   /** A refused stream is a connect failure when the request can be sent again; else it cannot be retried. */

@@ -211,8 +211,7 @@ export class Http1Exchange implements ResponseSink, Swept, AttemptResponse {
     this.#upReads++;
     const status = head.status;
     this.status = status;
-    const reads = clusterInternals((this.#req as ExchangeRequest).cluster.cluster).readsReports;
-    this.loadReport = loadReportHeader(head.headers, reads);
+    this.loadReport = loadReportHeader(head.headers, (this.#req as ExchangeRequest).cluster.readsReports);
     // Below 500 (the hot path) nothing more is asked: `retries.on` holds 5xx statuses only.
     if (status >= 500) {
       const limitBytes = (this.#req as ExchangeRequest).cluster.config.retryBufferBytes;

@@ -53,6 +53,11 @@ export class ProxyCluster {
   /** The HTTP/1.1 data path's upstream sockets (plain and TLS upstreams); undefined for `h2` clusters. */
   readonly h1: Http1Upstream | undefined;
   readonly clock: Clock;
+  /**
+   * Whether the cluster's policy reads load reports (fixed with the policy): the exchanges read
+   * a response's `endpoint-load-metrics` only then, without asking the cluster per response.
+   */
+  readonly readsReports: boolean;
   /** '' (plain HTTP), a configured TLS server name, or undefined: the request's host decides. */
   readonly #fixedServername: string | undefined;
   #closed = false;
@@ -85,6 +90,7 @@ export class ProxyCluster {
       random,
       ...(options.observer === undefined ? {} : { observer: options.observer }),
     });
+    this.readsReports = clusterInternals(this.cluster).readsReports;
     this.h1 = h2
       ? undefined
       : new Http1Upstream(this.cluster, {
