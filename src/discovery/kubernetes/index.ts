@@ -35,7 +35,7 @@ export { defaultKubernetesWatchCache, KubernetesWatchCache, type ServiceWatchLea
 export type {
   ReflectorStats as KubernetesWatchStats,
   WatchTiming as KubernetesWatchTiming,
-} from './resource-reflector.js';
+} from './reflector-options.js';
 export { KUBERNETES_API_ACCESS } from './service-watch.js';
 
 registerEndpointSourceFactory('k8s', kubernetesEndpointSourceFactory);

@@ -34,7 +34,7 @@ import {
   type ServiceWatchLease,
 } from './kubernetes-watch-cache.js';
 import { callerZoneHint, lookupNodeZone } from './node-zone.js';
-import { DEFAULT_LIST_PAGE_SIZE, type ReflectorStats, type WatchTiming } from './resource-reflector.js';
+import { DEFAULT_LIST_PAGE_SIZE, type ReflectorStats, type WatchTiming } from './reflector-options.js';
 import { ServiceWatch } from './service-watch.js';
 
 export type KubernetesTarget = Extract<Target, { scheme: 'k8s' }>;

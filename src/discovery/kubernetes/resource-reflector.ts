@@ -24,72 +24,19 @@
  * fires after each LIST, after each batch of events that changed something, and when the
  * failure state changes; consumers read `items`, `synced` and `failure` synchronously in it.
  */
-import type { Clock, TimerHandle } from '../../core/clock.js';
-import { ErrorCodes, EvenlbError } from '../../core/errors.js';
-import type { Random } from '../../core/random.js';
+import type { TimerHandle } from '../../core/clock.js';
+import type { EvenlbError } from '../../core/errors.js';
 import { Backoff } from './backoff.js';
-import type { ApiResult, KubeApiClient, Query } from './kube-api-client.js';
-import { describeConnection } from './kube-connection.js';
-import { isExpiredStatus, isRecord, objectName, resourceVersionOf } from './kube-objects.js';
-import { type AbortReason, RequestAttempt as Attempt } from './request-attempt.js';
-
-/** Timing of list+watch; every value is configurable so tests can run fast. */
-export interface WatchTiming {
-  /** First reconnect delay after a failure (ms); doubles per failure, jittered to [50%, 100%). */
-  readonly backoffBaseMs: number;
-  /** Upper bound of the reconnect delay (ms). */
-  readonly backoffMaxMs: number;
-  /** A watch that delivers nothing (no event, no bookmark) for this long is restarted (ms). */
-  readonly watchIdleTimeoutMs: number;
-  /**
-   * Asks the server to end each watch after a random 1–2× this many seconds (then it is
-   * resumed); the reflector ends it itself a minute after that.
-   */
-  readonly watchTimeoutSeconds: number;
-  /** Deadline for a LIST, and for a watch's response headers (ms). */
-  readonly requestTimeoutMs: number;
-}
-
-export interface ReflectorOptions<T> {
-  readonly client: KubeApiClient;
-  /** Collection path, e.g. `/apis/discovery.k8s.io/v1/namespaces/NS/endpointslices`. */
-  readonly path: string;
-  /** Selector query (`labelSelector`, `fieldSelector`). */
-  readonly query: Query;
-  /** What is followed, for messages (`EndpointSlices of policy/webhook`). */
-  readonly description: string;
-  /** Keeps only objects of the expected shape; others are ignored. */
-  readonly accept: (object: unknown) => object is T;
-  readonly clock: Clock;
-  readonly random: Random;
-  readonly timing: WatchTiming;
-  /** Objects per LIST page (`limit`); default 500. */
-  readonly listPageSize?: number | undefined;
-  readonly onChange: () => void;
-}
-
-/** The default number of objects per LIST page (client-go's reflector uses 500 too). */
-export const DEFAULT_LIST_PAGE_SIZE = 500;
-
-/** Counters, for diagnostics and tests. */
-export interface ReflectorStats {
-  /** Successful LISTs (the first one and every re-list), each counted once however many pages. */
-  lists: number;
-  /** LIST pages received (one per LIST request answered with a page). */
-  listPages: number;
-  /** Paged LISTs restarted because a continue token expired. */
-  continueExpired: number;
-  /** Re-lists caused by 410 Expired/Gone. */
-  expired: number;
-  /** Watch streams opened. */
-  watches: number;
-  /** Watches restarted for silence. */
-  idleRestarts: number;
-  /** Watches the server kept open past their `timeoutSeconds`, ended and resumed by the reflector. */
-  lifetimeRestarts: number;
-  /** Failed requests and broken streams. */
-  failures: number;
-}
+import { isExpiredStatus, objectName } from './kube-objects.js';
+import { DEFAULT_LIST_PAGE_SIZE, type ReflectorOptions, type ReflectorStats } from './reflector-options.js';
+import {
+  networkError,
+  type ReflectorTarget,
+  readListPage,
+  readWatchEvent,
+  statusError,
+} from './reflector-responses.js';
+import { RequestAttempt as Attempt } from './request-attempt.js';
 
 /** How long past its requested `timeoutSeconds` a watch may stay open before it is ended here. */
 const WATCH_LIFETIME_GRACE_MS = 60_000;
@@ -99,6 +46,7 @@ const EXPIRED = Symbol('expired');
 
 export class ResourceReflector<T> {
   readonly #o: ReflectorOptions<T>;
+  readonly #target: ReflectorTarget;
   readonly #backoff: Backoff;
   readonly #items = new Map<string, T>();
   readonly stats: ReflectorStats = {
@@ -125,6 +73,12 @@ export class ResourceReflector<T> {
 
   constructor(options: ReflectorOptions<T>) {
     this.#o = options;
+    this.#target = {
+      client: options.client,
+      path: options.path,
+      description: options.description,
+      requestTimeoutMs: options.timing.requestTimeoutMs,
+    };
     this.#backoff = new Backoff(options.timing.backoffBaseMs, options.timing.backoffMaxMs, options.random);
   }
 
@@ -178,7 +132,7 @@ export class ResourceReflector<T> {
         await client.connection.load();
       } catch (err) {
         if (this.#closed) return;
-        await this.#fail(this.#networkError(err, undefined));
+        await this.#fail(networkError(this.#target, err, undefined));
         continue;
       }
       if (this.#closed) return;
@@ -212,11 +166,11 @@ export class ResourceReflector<T> {
                 attempt = this.#nextAttempt();
                 continue;
               }
-              await this.#fail(this.#statusError('list', listed), listed.retryAfterMs);
+              await this.#fail(statusError(this.#target, 'list', listed), listed.retryAfterMs);
               failed = true;
               break;
             }
-            const page = this.#listPage(listed.value);
+            const page = readListPage(listed.value, this.#o.description);
             this.stats.listPages++;
             for (const item of page.items) items.push(item);
             listRv = page.resourceVersion;
@@ -254,7 +208,7 @@ export class ResourceReflector<T> {
             needList = true;
             continue;
           }
-          await this.#fail(this.#statusError('watch', opened), opened.retryAfterMs);
+          await this.#fail(statusError(this.#target, 'watch', opened), opened.retryAfterMs);
           continue;
         }
         this.stats.watches++;
@@ -293,7 +247,7 @@ export class ResourceReflector<T> {
           this.#immediateRetryUsed = true;
           continue;
         }
-        await this.#fail(this.#networkError(err, attempt.reason));
+        await this.#fail(networkError(this.#target, err, attempt.reason));
       } finally {
         attempt.dispose();
         if (this.#attempt === attempt) this.#attempt = undefined;
@@ -335,43 +289,23 @@ export class ResourceReflector<T> {
 
   /** Applies one watch line; true when the copy changed. */
   #applyEvent(line: string): boolean | typeof EXPIRED {
-    let event: unknown;
-    try {
-      event = JSON.parse(line);
-    } catch (err) {
-      throw new EvenlbError(ErrorCodes.DISCOVERY_FAILED, `${this.#o.description}: malformed watch event`, {
-        cause: err,
-      });
-    }
-    if (!isRecord(event) || typeof event.type !== 'string') return false;
-    const object = event.object;
+    const event = readWatchEvent(line, this.#o.description);
     switch (event.type) {
       case 'ADDED':
       case 'MODIFIED':
       case 'DELETED': {
-        const rv = resourceVersionOf(object);
-        if (rv !== undefined) this.#resourceVersion = rv;
-        const name = objectName(object);
+        if (event.resourceVersion !== undefined) this.#resourceVersion = event.resourceVersion;
+        const { name, object } = event;
         if (name === undefined) return false;
-        if (event.type === 'DELETED') return this.#items.delete(name);
-        if (!this.#o.accept(object)) return this.#items.delete(name);
+        if (event.type === 'DELETED' || !this.#o.accept(object)) return this.#items.delete(name);
         this.#items.set(name, object);
         return true;
       }
-      case 'BOOKMARK': {
-        const rv = resourceVersionOf(object);
-        if (rv !== undefined) this.#resourceVersion = rv;
+      case 'BOOKMARK':
+        if (event.resourceVersion !== undefined) this.#resourceVersion = event.resourceVersion;
         return false;
-      }
-      case 'ERROR': {
-        if (isExpiredStatus(object)) return EXPIRED;
-        const status = isRecord(object) ? object : {};
-        throw new EvenlbError(
-          ErrorCodes.DISCOVERY_FAILED,
-          `${this.#o.description}: watch error ${String(status.code ?? '')} ${String(status.reason ?? '')}: ${String(status.message ?? '')}`.trim(),
-          { details: { statusCode: status.code, reason: status.reason } },
-        );
-      }
+      case 'EXPIRED':
+        return EXPIRED;
       default:
         return false;
     }
@@ -384,23 +318,6 @@ export class ResourceReflector<T> {
     return attempt;
   }
 
-  /** Checks one LIST page: its items, resourceVersion and continue token (absent on the last page). */
-  #listPage(value: unknown): { items: unknown[]; resourceVersion: string; continueToken: string | undefined } {
-    const rv = resourceVersionOf(value);
-    if (!isRecord(value) || !Array.isArray(value.items) || rv === undefined || !isRecord(value.metadata)) {
-      throw new EvenlbError(
-        ErrorCodes.DISCOVERY_FAILED,
-        `${this.#o.description}: malformed LIST response (expected items and metadata.resourceVersion)`,
-      );
-    }
-    const token = value.metadata.continue;
-    return {
-      items: value.items,
-      resourceVersion: rv,
-      continueToken: typeof token === 'string' && token !== '' ? token : undefined,
-    };
-  }
-
   #applyList(items: readonly unknown[], rv: string): void {
     // Replace in one step: consumers never see a half-applied re-list, nor a partial paged one.
     this.#items.clear();
@@ -411,46 +328,6 @@ export class ResourceReflector<T> {
     this.#resourceVersion = rv;
     this.#synced = true;
     this.stats.lists++;
-  }
-
-  #statusError(verb: 'list' | 'watch', result: Extract<ApiResult<unknown>, { type: 'status' }>): EvenlbError {
-    const { statusCode, status } = result;
-    let hint = '';
-    if (statusCode === 401) hint = ' (the token was rejected: check the credentials)';
-    else if (statusCode === 403) hint = ' (RBAC: the identity needs list and watch on it; see deploy/rbac/)';
-    else if (statusCode === 404) hint = ' (the API is not served: discovery.k8s.io/v1 needs Kubernetes >= 1.21)';
-    const detail = status?.message ?? status?.reason ?? '';
-    return new EvenlbError(
-      ErrorCodes.DISCOVERY_FAILED,
-      `${this.#o.description}: ${verb} failed with HTTP ${statusCode}${detail === '' ? '' : `: ${detail}`}${hint}`,
-      { details: { verb, statusCode, reason: status?.reason, path: this.#o.path } },
-    );
-  }
-
-  #networkError(err: unknown, reason: AbortReason | undefined): EvenlbError {
-    if (reason === 'timeout') {
-      return new EvenlbError(
-        ErrorCodes.DISCOVERY_FAILED,
-        `${this.#o.description}: no answer from ${describeConnection(this.#o.client.connection.config)} within ${this.#o.timing.requestTimeoutMs} ms`,
-        { cause: err },
-      );
-    }
-    // Already explained (a bad kubeconfig names its field): report it as it is.
-    if (
-      err instanceof EvenlbError &&
-      (err.code === ErrorCodes.DISCOVERY_FAILED ||
-        err.code === ErrorCodes.INVALID_CONFIG ||
-        err.code === ErrorCodes.MISSING_PACKAGE)
-    ) {
-      return err;
-    }
-    const message = err instanceof Error ? err.message : String(err);
-    const code = isRecord(err) && typeof err.code === 'string' ? ` (${err.code})` : '';
-    return new EvenlbError(
-      ErrorCodes.DISCOVERY_FAILED,
-      `${this.#o.description}: cannot reach ${describeConnection(this.#o.client.connection.config)}: ${message}${code}`,
-      { cause: err },
-    );
   }
 
   /**

@@ -12,7 +12,8 @@ import type { Random } from '../../core/random.js';
 import { KubeApiClient } from './kube-api-client.js';
 import { KubeConnection, type KubeConnectionConfig } from './kube-connection.js';
 import { type EndpointSlice, isRecord, type Service } from './kube-objects.js';
-import { type ReflectorStats, ResourceReflector, type WatchTiming } from './resource-reflector.js';
+import type { ReflectorStats, WatchTiming } from './reflector-options.js';
+import { ResourceReflector } from './resource-reflector.js';
 
 /** What is known about the Service, read synchronously by consumers. */
 export interface ServiceWatchState {
