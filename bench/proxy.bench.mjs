@@ -91,44 +91,35 @@ for (const [host, port] of list) {
   return { child, endpoints: BACKEND_ADDRS.map((a, i) => `${a}:${ports[i]}`) };
 }
 
+/** `evenlb proxy` over `endpoints` from a config file `dir/file`; `listenerExtra`: more listener fields (YAML flow). */
+async function evenlbProxy(dir, file, endpoints, listenerExtra) {
+  const port = await freePort();
+  const admin = await freePort();
+  const path = join(dir, file);
+  writeFileSync(
+    path,
+    `admin: { address: "127.0.0.1:${admin}" }
+logLevel: warn
+listeners: [{ name: web, address: "127.0.0.1:${port}", protocol: http${listenerExtra} }]
+clusters: [{ name: backends, target: "static:///${endpoints.join(',')}" }]
+`,
+  );
+  const child = start(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'proxy', '--config', path]);
+  await waitForPort(port);
+  return { port, pid: child.pid, child };
+}
+
 const targets = {
   async direct(_dir, endpoints) {
     const [host, port] = endpoints[0].split(':');
     return { port: Number(port), host, pid: undefined, child: undefined };
   },
-  async evenlb(dir, endpoints) {
-    const port = await freePort();
-    const admin = await freePort();
-    const file = join(dir, 'evenlb.yaml');
-    writeFileSync(
-      file,
-      `admin: { address: "127.0.0.1:${admin}" }
-logLevel: warn
-listeners: [{ name: web, address: "127.0.0.1:${port}", protocol: http }]
-clusters: [{ name: backends, target: "static:///${endpoints.join(',')}" }]
-`,
-    );
-    const child = start(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'proxy', '--config', file]);
-    await waitForPort(port);
-    return { port, pid: child.pid, child };
-  },
+  evenlb: (dir, endpoints) => evenlbProxy(dir, 'evenlb.yaml', endpoints, ''),
   async evenlbLoadReport(dir, endpoints) {
     if (!LOAD_REPORT) return undefined;
-    const port = await freePort();
-    const admin = await freePort();
     const loadPort = await freePort();
-    const file = join(dir, 'evenlb-load-report.yaml');
-    writeFileSync(
-      file,
-      `admin: { address: "127.0.0.1:${admin}" }
-logLevel: warn
-listeners: [{ name: web, address: "127.0.0.1:${port}", protocol: http, loadReport: { loadPort: ${loadPort}, loadHost: "127.0.0.1", maxInFlight: 64 } }]
-clusters: [{ name: backends, target: "static:///${endpoints.join(',')}" }]
-`,
-    );
-    const child = start(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'proxy', '--config', file]);
-    await waitForPort(port);
-    return { port, pid: child.pid, child };
+    const report = `, loadReport: { loadPort: ${loadPort}, loadHost: "127.0.0.1", maxInFlight: 64 }`;
+    return evenlbProxy(dir, 'evenlb-load-report.yaml', endpoints, report);
   },
   async nginx(dir, endpoints) {
     const bin = toolPath('nginx');
