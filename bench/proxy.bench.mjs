@@ -11,6 +11,11 @@
 // on the last core and wrk and the backends on the others, so a proxy's CPU per request is its
 // own work, not the cost of being descheduled for the load generator on a shared core. Each
 // target gets the same placement. EVENLB_BENCH_PIN=0 turns it off (everything floats, as before).
+//
+// EVENLB_BENCH_LOAD_REPORT=1 adds `evenlbLoadReport`: the same proxy with `listeners[].loadReport`
+// on (every response reported), and prints what reporting costs per request against `evenlb` in
+// the same rounds; its results go to bench/results/proxy-load-report.json, not proxy.json.
+// EVENLB_BENCH_TARGETS=a,b runs only those targets (e.g. evenlb,evenlbLoadReport).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -38,6 +43,10 @@ const RUNS = Number(process.env.EVENLB_BENCH_RUNS ?? 3);
 const CONNECTIONS = [8, 64];
 /** The budget: evenlb's CPU per request at most this many times nginx's, in the same run. */
 const CPU_TARGET = 1.6;
+/** Also measure a proxy listener reporting its load (`evenlbLoadReport`). */
+const LOAD_REPORT = process.env.EVENLB_BENCH_LOAD_REPORT === '1';
+/** Only these targets, when set. */
+const ONLY = process.env.EVENLB_BENCH_TARGETS?.split(',').map((t) => t.trim());
 
 /** One wrk run against a target, latencies in ms as this benchmark reports them. */
 function wrk(port, connections, host = '127.0.0.1') {
@@ -82,26 +91,35 @@ for (const [host, port] of list) {
   return { child, endpoints: BACKEND_ADDRS.map((a, i) => `${a}:${ports[i]}`) };
 }
 
+/** `evenlb proxy` over `endpoints` from a config file `dir/file`; `listenerExtra`: more listener fields (YAML flow). */
+async function evenlbProxy(dir, file, endpoints, listenerExtra) {
+  const port = await freePort();
+  const admin = await freePort();
+  const path = join(dir, file);
+  writeFileSync(
+    path,
+    `admin: { address: "127.0.0.1:${admin}" }
+logLevel: warn
+listeners: [{ name: web, address: "127.0.0.1:${port}", protocol: http${listenerExtra} }]
+clusters: [{ name: backends, target: "static:///${endpoints.join(',')}" }]
+`,
+  );
+  const child = start(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'proxy', '--config', path]);
+  await waitForPort(port);
+  return { port, pid: child.pid, child };
+}
+
 const targets = {
   async direct(_dir, endpoints) {
     const [host, port] = endpoints[0].split(':');
     return { port: Number(port), host, pid: undefined, child: undefined };
   },
-  async evenlb(dir, endpoints) {
-    const port = await freePort();
-    const admin = await freePort();
-    const file = join(dir, 'evenlb.yaml');
-    writeFileSync(
-      file,
-      `admin: { address: "127.0.0.1:${admin}" }
-logLevel: warn
-listeners: [{ name: web, address: "127.0.0.1:${port}", protocol: http }]
-clusters: [{ name: backends, target: "static:///${endpoints.join(',')}" }]
-`,
-    );
-    const child = start(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'proxy', '--config', file]);
-    await waitForPort(port);
-    return { port, pid: child.pid, child };
+  evenlb: (dir, endpoints) => evenlbProxy(dir, 'evenlb.yaml', endpoints, ''),
+  async evenlbLoadReport(dir, endpoints) {
+    if (!LOAD_REPORT) return undefined;
+    const loadPort = await freePort();
+    const report = `, loadReport: { loadPort: ${loadPort}, loadHost: "127.0.0.1", maxInFlight: 64 }`;
+    return evenlbProxy(dir, 'evenlb-load-report.yaml', endpoints, report);
   },
   async nginx(dir, endpoints) {
     const bin = toolPath('nginx');
@@ -250,6 +268,7 @@ async function main() {
   const samples = new Map();
   try {
     for (const [name, make] of Object.entries(targets)) {
+      if (ONLY !== undefined && !ONLY.includes(name)) continue;
       const t = await make(dir, backends.endpoints);
       if (t === undefined) process.stdout.write(`${name}: not available, skipped\n`);
       else running.push({ name, ...t });
@@ -330,6 +349,27 @@ async function main() {
     };
   });
   printTable(targetsMet.map((t) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v ?? 'n/a']))));
+  if (LOAD_REPORT) {
+    // What reporting costs: the reporting proxy against the plain one, round by round, then the median.
+    const cost = CONNECTIONS.map((c) => {
+      const e = samples.get(`evenlb ${c}`) ?? [];
+      const l = samples.get(`evenlbLoadReport ${c}`) ?? [];
+      return {
+        connections: c,
+        plainCpuUsPerReq: find('evenlb', c)?.cpuUsPerReq,
+        reportingCpuUsPerReq: find('evenlbLoadReport', c)?.cpuUsPerReq,
+        addedUsPerReq: median(l.map((x, i) => x.cpuUsPerReq - (e[i]?.cpuUsPerReq ?? Number.NaN))),
+        cpuRatio: median(l.map((x, i) => x.cpuUsPerReq / (e[i]?.cpuUsPerReq ?? Number.NaN))),
+        throughputRatio: median(l.map((x, i) => x.rps / (e[i]?.rps ?? Number.NaN))),
+      };
+    });
+    process.stdout.write(
+      '\nlisteners[].loadReport: reporting proxy against the plain one (medians of per-round figures)\n',
+    );
+    printTable(cost);
+    writeResult('proxy-load-report', { runSeconds: RUN_SECONDS, runs: RUNS, tool: 'wrk -t1 keep-alive', rows, cost });
+    return;
+  }
   writeResult('proxy', {
     runSeconds: RUN_SECONDS,
     runs: RUNS,

@@ -116,6 +116,21 @@ describe('evenlb proxy --sidecar flags', () => {
     });
   }
 
+  it('--load-report turns on load reporting (probes on the load port); --load-report N sets maxInFlight', async () => {
+    const plain = build([...BASE, ...APP, '--load-report']);
+    const sized = build([...BASE, ...APP, '--load-report', '32']);
+    const off = build([...BASE, ...APP]);
+    try {
+      expect(plain?.config.listeners[0]?.loadReport).toMatchObject({ sampleRate: 1, periodMs: 500 });
+      expect(plain?.config.listeners[0]?.loadReport).not.toHaveProperty('maxInFlight');
+      expect(sized?.config.listeners[0]?.loadReport).toMatchObject({ maxInFlight: 32 });
+      expect(off?.config.listeners[0]?.loadReport).toBeUndefined();
+    } finally {
+      await Promise.all([plain?.appHealth.destroy(), sized?.appHealth.destroy(), off?.appHealth.destroy()]);
+    }
+    expect(() => build([...BASE, ...APP, '--load-report', '0'])).toThrow(/--load-report/);
+  });
+
   it('no sidecar flag: not a sidecar (the proxy’s own flags apply)', () => {
     expect(build(['--upstream', 'static:///127.0.0.1:9'])).toBeUndefined();
   });

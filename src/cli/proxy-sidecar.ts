@@ -50,6 +50,8 @@ export interface SidecarFlags {
   metrics?: string;
   trustForwarded?: boolean;
   drainTimeout?: number;
+  /** `--load-report` alone: true; with a number: the app's `maxInFlight`. */
+  loadReport?: boolean | number;
 }
 
 /** Flags only the sidecar takes, and the option each sets (for messages naming the flag). */
@@ -71,6 +73,7 @@ const SIDECAR_ONLY: Readonly<Record<string, { flag: string; field: string }>> = 
   metrics: { flag: '--metrics', field: 'metrics' },
   trustForwarded: { flag: '--trust-forwarded', field: 'trustForwardedHeaders' },
   drainTimeout: { flag: '--drain-timeout', field: 'drainTimeoutMs' },
+  loadReport: { flag: '--load-report', field: 'loadReport.maxInFlight' },
 };
 
 /** Proxy flags that mean nothing to a sidecar (it forwards to `--app`, one endpoint). */
@@ -83,6 +86,12 @@ const NOT_WITH_SIDECAR: readonly (readonly [keyof SidecarFlags, string])[] = [
 function port(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value.trim()) || n < 1 || n > 65535) throw new InvalidArgumentError('expected a port 1..65535.');
+  return n;
+}
+
+function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value.trim()) || n < 1) throw new InvalidArgumentError('expected an integer >= 1.');
   return n;
 }
 
@@ -121,6 +130,11 @@ export function addSidecarOptions(command: Command): Command {
     )
     .option('--metrics <host:port>', 'sidecar: /metrics, /healthz, /readyz only, for the kubelet (e.g. :9902)')
     .option('--trust-forwarded', "sidecar: keep clients' X-Forwarded-* / Forwarded (only behind your own proxy)")
+    .option(
+      '--load-report [max-in-flight]',
+      "sidecar: report the app's load (endpoint-load-metrics on responses, probes on --load-port); N: requests in flight the app is sized for",
+      positiveInt,
+    )
     .option(
       '--drain-timeout <d>',
       'sidecar: how long SIGTERM waits for in-flight requests (default 20s)',
@@ -237,6 +251,9 @@ function optionsFromFlags(f: SidecarFlags): SidecarOptions {
     ...(f.trustForwarded === undefined ? {} : { trustForwardedHeaders: true }),
     ...(f.drainTimeout === undefined ? {} : { drainTimeoutMs: Math.round(f.drainTimeout) }),
     ...(f.accessLog === undefined ? {} : { accessLog: true }),
+    ...(f.loadReport === undefined
+      ? {}
+      : { loadReport: typeof f.loadReport === 'number' ? { maxInFlight: f.loadReport } : {} }),
   });
   if (options.appCheck.timeoutMs > options.appCheck.intervalMs)
     throw usage(

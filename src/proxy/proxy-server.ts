@@ -30,6 +30,7 @@ import type { ClusterConfig, ListenerConfig, ProxyConfig } from './config/config
 import { parseAddress } from './config/listen-address.js';
 import { L7Listener, type L7State } from './listener/l7-listener.js';
 import { descriptorProblem, ListenerBinding, listenError } from './listener/listener-binding.js';
+import { listenerLoadPort } from './listener/listener-load.js';
 import { RouteTable } from './routing/route-table.js';
 import { TcpListener } from './tcp/tcp-listener.js';
 import { ProxyCluster } from './upstream/proxy-cluster.js';
@@ -237,11 +238,10 @@ export class ProxyServer {
             this.logger.info({ listener: l.name }, 'listener certificates reloaded');
         } else fresh.push(l);
       }
-      // Fair-share shedding serves its load exchange from the listener's constructor: those
-      // are built last, once everything else is ready, after the running shedder on the same
-      // load port stops (the one step a failure after it cannot undo: shedding then waits for
-      // the next reload).
-      const sheds = (l: ListenerConfig): boolean => l.recycle?.fairShare !== undefined;
+      // A load port (fair share's, a load report's) binds in the listener's constructor: those are
+      // built last, after the running listener on that port stops serving it (the one step a
+      // failure after it cannot undo: shedding and probes then wait for the next reload).
+      const sheds = (l: ListenerConfig): boolean => listenerLoadPort(l) !== undefined;
       for (const l of [...fresh.filter((x) => !sheds(x)), ...fresh.filter(sheds)]) {
         if (sheds(l)) await this.#freeLoadPort(l, listeners);
         const listener = this.#newListener(l);
@@ -287,12 +287,12 @@ export class ProxyServer {
     return undefined;
   }
 
-  /** Stops the running shedder that holds the load port `l` needs (unless it stays, unchanged). */
+  /** Frees the load port `l` needs from the running listener holding it (unless that one stays, unchanged). */
   async #freeLoadPort(l: ListenerConfig, keeping: ReadonlyMap<string, Listener>): Promise<void> {
-    const port = l.recycle?.fairShare?.loadPort;
+    const port = listenerLoadPort(l);
     for (const running of this.#listeners.values()) {
       if (!(running instanceof L7Listener) || keeping.get(running.config.name) === running) continue;
-      if (running.config.recycle?.fairShare?.loadPort === port) await running.recycling.stopShedding();
+      if (listenerLoadPort(running.config) === port) await running.stopLoadDocument();
     }
   }
 

@@ -6,7 +6,7 @@
  * crash with Node's message, at a reload a half-applied change. So: a listener's whole-request
  * deadline is not below its head deadline; no duration overflows Node's timers; listener names
  * are unique; no two sockets (listeners, admin, metrics, fair-share load port) would bind the
- * same port; every IP to bind is this machine's; a fair-share peer list is a target URI;
+ * same port (a fair-share or load-report load port included); every IP to bind is this machine's; a fair-share peer list is a target URI;
  * listener recycling is not set on a `tcp` listener; and every PEM file parses as what its
  * field says (a certificate, a private key of that certificate, a CA bundle). Every failure
  * names the field, what it must be and what it is (`configError`).
@@ -80,15 +80,17 @@ function boundSockets(config: ProxyConfig): Bound[] {
   }
   config.listeners.forEach((l, i) => {
     add(`listeners[${i}].address`, l.address);
+    // The load document's own port: fair share's, else the load report's (which may only repeat it).
     const fair = l.recycle?.fairShare;
-    if (fair?.loadPort !== undefined) {
-      // Without loadHost the exchange binds every interface (Node listens on `::`, dual-stack).
-      const host = fair.loadHost ?? '::';
-      const shown = `${host.includes(':') ? `[${host}]` : host}:${fair.loadPort}`;
+    const load = fair?.loadPort === undefined ? l.loadReport : fair;
+    if (load?.loadPort !== undefined) {
+      // Without loadHost the document binds every interface (Node listens on `::`, dual-stack).
+      const host = load.loadHost ?? '::';
+      const shown = `${host.includes(':') ? `[${host}]` : host}:${load.loadPort}`;
       out.push({
-        field: `listeners[${i}].recycle.fairShare.loadPort`,
+        field: `listeners[${i}].${load === fair ? 'recycle.fairShare' : 'loadReport'}.loadPort`,
         shown,
-        at: { host: host.toLowerCase(), port: fair.loadPort },
+        at: { host: host.toLowerCase(), port: load.loadPort },
       });
     }
   });

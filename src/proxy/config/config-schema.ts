@@ -15,6 +15,7 @@ import { type FieldSpec, type Input, type JsonSchema, specSchema } from '../../c
 import type { FairShareOptions } from '../../server/fair-share/fair-share-options.js';
 import { recyclerOptionsSpec } from '../../server/recycler-options.js';
 import { type SameNameClusterConfig, sharedClusterSchema } from './cluster-config-fields.js';
+import { type ListenerLoadReport, listenerLoadReportSchema } from './listener-load-report.js';
 
 export type ListenerProtocol = 'http' | 'https' | 'tcp';
 
@@ -106,6 +107,11 @@ export interface ListenerConfig {
   readonly maxConnectionAgeMs?: ListenerRecycle['maxConnectionAgeMs'];
   readonly limits: ListenerLimits;
   readonly recycle?: ListenerRecycle;
+  /**
+   * `http`/`https`: report the load of what this listener fronts (the ORCA header on responses,
+   * `inFlight`/`latencyMs` to load probes); see `listener-load-report.ts`. Unset: no reporting.
+   */
+  readonly loadReport?: ListenerLoadReport;
   /**
    * `http`/`https`: trust the client's forwarding headers (`X-Forwarded-*`, `Forwarded`,
    * `X-Real-IP`) because every client is a proxy the operator controls. Default false: they
@@ -299,6 +305,7 @@ export const proxyConfigSchema = {
             // Its fields are checked by the recycler's own option spec (proxy-config.ts).
             fairShare: { type: 'object' },
           }),
+          loadReport: listenerLoadReportSchema,
           trustForwardedHeaders: { type: 'boolean' },
         },
         ['address'],

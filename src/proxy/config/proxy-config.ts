@@ -29,6 +29,7 @@ import type {
 import { proxyConfigSchema } from './config-schema.js';
 import { defaultMaxConnections } from './connection-budget.js';
 import { parseAddress } from './listen-address.js';
+import { checkListenerLoadReport } from './listener-load-report.js';
 
 export const defaultListenerLimits: ListenerLimits = Object.freeze({
   maxHeaderBytes: 16 * 1024,
@@ -225,6 +226,8 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
       }
     }
     if (l.recycle?.fairShare !== undefined) checkFairShare(`${at}.recycle.fairShare`, l.recycle.fairShare, protocol);
+    if (l.loadReport !== undefined)
+      checkListenerLoadReport(`${at}.loadReport`, l.loadReport, protocol, l.recycle?.fairShare?.loadPort);
     return Object.freeze({
       name: l.name ?? `${protocol}-${i}`,
       address: l.address,
@@ -242,6 +245,7 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
               ...(l.recycle.fairShare === undefined ? {} : { fairShare: Object.freeze({ ...l.recycle.fairShare }) }),
             }),
           }),
+      ...(l.loadReport === undefined ? {} : { loadReport: Object.freeze({ ...l.loadReport }) }),
       trustForwardedHeaders: l.trustForwardedHeaders ?? false,
     });
   });

@@ -95,6 +95,7 @@ export class H2Front {
     const cluster = routed.cluster;
     const down = unavailable(cluster);
     if (down !== undefined) return reject(down);
+    front.load?.stream(stream, grpc);
     const clientAddress = stream.session?.socket?.remoteAddress ?? '';
     const start = state.accessLog ? front.clock.now() : 0;
     const done = (status: number, reason: string | undefined): void => {

@@ -15,9 +15,10 @@ import { LOCAL_REPLIES, type LocalReason, rawReply } from '../routing/local-repl
 import { DownstreamDeadlines } from './downstream-deadlines.js';
 import type { Http1Context } from './http1-context.js';
 import { isHeadError, parseRequestHead, type RequestHead } from './message-head.js';
-import { type RawConnectionOwner, RawDownstreamSink } from './raw-downstream-sink.js';
+import type { RawConnectionOwner, RawDownstreamSink } from './raw-downstream-sink.js';
+import { recordAndSink } from './reported-request-record.js';
 import { RequestBodyReader } from './request-body-reader.js';
-import { RequestRecord } from './request-record.js';
+import type { RequestRecord } from './request-record.js';
 import { expectationMet, methodOfHead, routeHttp1 } from './request-route.js';
 import { spliceUpgrade } from './upgrade-tunnel.js';
 import { Http1Exchange } from './upstream-exchange.js';
@@ -63,9 +64,9 @@ export class Http1Downstream {
     this.socket = socket;
     this.#ctx = ctx;
     this.#client = { address: socket.remoteAddress ?? '', cert: ctx.clientCert(socket) };
-    this.#record = new RequestRecord(ctx, this.#client.address);
     this.#deadlines = new DownstreamDeadlines(ctx.limits, ctx.clock.now(), ctx.recycle?.drawMaxAgeMs());
-    this.#sink = new RawDownstreamSink(socket, this.#owner());
+    // With or without load reporting: chosen once per connection.
+    ({ record: this.#record, sink: this.#sink } = recordAndSink(ctx, socket, this.#owner(), this.#client.address));
     this.#exchange = new Http1Exchange(this.#sink);
     this.#sink.resumeUpstream = this.#exchange.resumeUpstream;
     socket.on('data', this.#onData);
@@ -379,6 +380,7 @@ export class Http1Downstream {
   #release(): void {
     if (this.#released) return;
     this.#released = true;
+    this.#record.close();
     this.#ctx.released(this);
   }
 

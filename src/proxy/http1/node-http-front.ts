@@ -127,6 +127,7 @@ export class NodeHttpFront {
     const cluster = routed.cluster;
     const down = unavailable(cluster);
     if (down !== undefined) return this.#reject(res, down);
+    front.load?.response(res);
     const start = state.accessLog ? front.clock.now() : 0;
     const done = (status: number, reason: string | undefined): void => {
       front.metrics.observeDownstream(front.config.name, status);

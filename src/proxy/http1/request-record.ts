@@ -45,4 +45,7 @@ export class RequestRecord {
       cluster,
     });
   }
+
+  /** The connection is done (closed or handed off); a subclass ends what it counted. */
+  close(): void {}
 }

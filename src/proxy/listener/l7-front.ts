@@ -1,6 +1,7 @@
 /**
  * What the request handlers of an L7 listener share (`L7Front`): its config, the per-request
  * state (routes, access log) swapped as a whole on reload, metrics, clock, the deadline sweep,
+ * load reporting,
  * the client-certificate header, the access log, and what admission at `maxConnections` needs
  * to know (whether a connection is idle). The raw HTTP/1.1 data path, the node:http side and
  * the HTTP/2 side each take one.
@@ -13,6 +14,7 @@ import type { ListenerConfig } from '../config/config-schema.js';
 import type { RouteTable } from '../routing/route-table.js';
 import type { ProxyCluster } from '../upstream/proxy-cluster.js';
 import type { DeadlineSweep } from './deadline-sweep.js';
+import type { ListenerLoad } from './listener-load.js';
 
 /** What a listener reads per request; swapped as a whole on reload. */
 export interface L7State {
@@ -38,6 +40,8 @@ export interface L7Front {
   readonly logger: Logger;
   readonly clock: Clock;
   readonly sweep: DeadlineSweep;
+  /** Load reporting (`listeners[].loadReport`): each routed request is handed to it once; undefined = none. */
+  readonly load: ListenerLoad | undefined;
   state(): L7State;
   /** `X-Forwarded-Client-Cert` for a connection of a mutual-TLS listener. */
   clientCert(socket: Socket | undefined): string | undefined;

@@ -37,6 +37,7 @@ import { admittedSocket } from './connection-admission.js';
 import { DeadlineSweep } from './deadline-sweep.js';
 import type { AccessEntry, L7Front, L7State } from './l7-front.js';
 import type { ListenerBinding } from './listener-binding.js';
+import { ListenerLoad } from './listener-load.js';
 import { ListenerRecycling } from './listener-recycling.js';
 import { ListenerSockets } from './listener-sockets.js';
 import { ListenerTls } from './listener-tls.js';
@@ -96,6 +97,7 @@ export class L7Listener {
   readonly #nodeHttp: NodeHttpFront;
   readonly #h2: H2Front;
   readonly #recycling: ListenerRecycling;
+  readonly #load: ListenerLoad | undefined;
   /** Connections on the proxy's own HTTP/1.1 data path. */
   readonly #fast = new Set<Http1Downstream>();
   readonly #clientCerts = new WeakMap<Socket, string | undefined>();
@@ -120,6 +122,11 @@ export class L7Listener {
       ),
     );
     const proto = config.protocol === 'https' ? 'https' : 'http';
+    // Load reporting (listener-load.ts); its own load port binds here, as fair share's does.
+    this.#load =
+      config.loadReport === undefined
+        ? undefined
+        : new ListenerLoad(config, { clock: deps.clock, logger: deps.logger });
     this.#shared = {
       config,
       proto,
@@ -127,6 +134,7 @@ export class L7Listener {
       logger: deps.logger,
       clock: deps.clock,
       sweep: this.#sweep,
+      load: this.#load,
       state: deps.state,
       clientCert: (socket) => this.#clientCert(socket),
       access: (e, version) => this.#access(e, version),
@@ -168,6 +176,7 @@ export class L7Listener {
       random: deps.random,
       port: () => this.port,
       draining: () => this.#shutdown.closed,
+      probe: this.#load === undefined ? undefined : () => (this.#load as ListenerLoad).probe(),
     });
     this.#fastContext = {
       listener: name,
@@ -176,6 +185,7 @@ export class L7Listener {
       trustForwarded: config.trustForwardedHeaders,
       metrics: deps.metrics,
       clock: deps.clock,
+      load: this.#load?.reporter,
       recycle: this.#recycling.policy,
       state: deps.state,
       handoff: (socket, pending) => this.#nodeHttp.take(socket, pending),
@@ -228,6 +238,16 @@ export class L7Listener {
   /** Its downstream recycling: fair-share figures, and ending shedding before a replacement binds. */
   get recycling(): ListenerRecycling {
     return this.#recycling;
+  }
+
+  /** Its load reporting (`listeners[].loadReport`); undefined when off. */
+  get load(): ListenerLoad | undefined {
+    return this.#load;
+  }
+
+  /** Frees its load port (fair share's or the load report's) for a replacement about to bind it; idempotent. */
+  async stopLoadDocument(): Promise<void> {
+    await Promise.all([this.#recycling.stopShedding(), this.#load?.stopServing()]);
   }
 
   get port(): number {
@@ -300,6 +320,7 @@ export class L7Listener {
       // Nothing is shed while draining; stopping now frees the load-exchange port at once for
       // a listener replacing this one on reload.
       const recycling = this.#recycling.close();
+      const loadPort = this.#load?.stopServing();
       this.#front.close();
       this.#nodeHttp.close();
       for (const c of [...this.#fast]) c.retire();
@@ -309,7 +330,8 @@ export class L7Listener {
         this.#nodeHttp.server.closeIdleConnections();
         if (this.#deps.clock.now() >= closeIdleAtMs) for (const c of [...this.#fast]) c.closeSoon();
       });
-      await recycling;
+      await Promise.all([recycling, loadPort]);
+      await this.#load?.close();
       this.#sweep.close();
     });
   }
@@ -322,7 +344,7 @@ export class L7Listener {
       this.#h2.destroy();
       this.#sockets.destroyAll();
       this.#sweep.close();
-      await this.#recycling.close();
+      await Promise.all([this.#recycling.close(), this.#load?.close()]);
     });
   }
 }

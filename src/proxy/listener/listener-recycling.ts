@@ -10,12 +10,14 @@
  * server recycler uses, over all three paths: data-path connections retire with
  * `Connection: close` on a response, h2 sessions with GOAWAY. Its load exchange runs on its
  * own port (`fairShare.loadPort`, plain HTTP): peers are asked at their address on that port.
+ * When the listener also reports its load, that one document carries the probe figures too.
  * While the same peers target lists this replica as terminating, every connection is retired
  * the same graceful way (`TerminatingHandover`): its clients move before SIGTERM cuts them.
  */
 import type http from 'node:http';
 import type http2 from 'node:http2';
 import type { Logger } from 'pino';
+import type { ProbeAnswer } from '../../balancing/load-document.js';
 import type { Clock } from '../../core/clock.js';
 import { parseOptions } from '../../core/options.js';
 import type { Random } from '../../core/random.js';
@@ -30,6 +32,7 @@ import {
   type SheddableConnection,
   type ShedderHost,
 } from '../../server/fair-share/fair-share-shedder.js';
+import { LoadEndpoint } from '../../server/load/load-endpoint.js';
 import { type ConnectionRecycler, recycleConnections } from '../../server/recycle-connections.js';
 import { type ListenerConfig, listenerRecycleLimitsSpec } from '../config/config-schema.js';
 import type { Http1Downstream } from '../http1/downstream-connection.js';
@@ -50,6 +53,11 @@ export interface ListenerRecyclingDeps {
   readonly port: () => number;
   /** True once the listener is closing: nothing is shed. */
   readonly draining: () => boolean;
+  /**
+   * The listener's load-probe figures (`loadReport`), added to the fair-share load document;
+   * undefined when the listener does not report its load.
+   */
+  readonly probe: (() => ProbeAnswer) | undefined;
 }
 
 /** A data-path connection as the shedder sees it (one per connection: the meter keys on it). */
@@ -107,6 +115,8 @@ export class ListenerRecycling {
   readonly #candidates = new WeakMap<Http1Downstream, DownstreamCandidate>();
   readonly #shedder: FairShareShedder | undefined;
   readonly #handover: TerminatingHandover | undefined;
+  /** The load document when it also carries probe figures (else the shedder serves its own). */
+  readonly #document: LoadEndpoint | undefined;
   /** Requests of data-path connections that have closed (the total must never decrease). */
   #closedRequests = 0;
   #closing: Promise<void> | undefined;
@@ -141,13 +151,23 @@ export class ListenerRecycling {
         port: () => deps.port() || undefined,
         retireAll: () => retireAll(host),
       });
-      this.#shedder = new FairShareShedder(
+      const probe = deps.probe;
+      const shedder = new FairShareShedder(
         host,
         fairShareSettings(options),
         deps.clock,
         deps.random,
         new FairShareMetrics(deps.metrics.registry),
+        probe === undefined,
       );
+      this.#shedder = shedder;
+      if (probe !== undefined && options.loadPort !== undefined) {
+        // One document for peers and load probes, on the fair-share load port.
+        const place = { path: options.loadPath, port: options.loadPort, host: options.loadHost };
+        this.#document = new LoadEndpoint(place, true, deps.logger);
+        this.#document.attach({ peer: () => shedder.report() });
+        this.#document.attach({ probe });
+      }
     }
   }
 
@@ -169,14 +189,19 @@ export class ListenerRecycling {
 
   /** Stops shedding only (the load-exchange port closes); idempotent. */
   async stopShedding(): Promise<void> {
-    await Promise.all([this.#shedder?.close(), this.#handover?.close()]);
+    await Promise.all([this.#shedder?.close(), this.#handover?.close(), this.#document?.close()]);
   }
 
   /** Stops recycling and shedding (the load exchange port closes). Always settles; idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       for (const r of this.#registries.splice(0)) r.release();
-      await Promise.all([...this.#recyclers.map((r) => r.close()), this.#shedder?.close(), this.#handover?.close()]);
+      await Promise.all([
+        ...this.#recyclers.map((r) => r.close()),
+        this.#shedder?.close(),
+        this.#handover?.close(),
+        this.#document?.close(),
+      ]);
     })();
     return this.#closing;
   }

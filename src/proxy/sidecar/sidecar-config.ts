@@ -4,7 +4,8 @@
  * `evenlb proxy --sidecar` flags and the short YAML form (a document with one `sidecar:`
  * mapping); `sidecarProxyConfig` turns the options into an ordinary, validated `ProxyConfig` —
  * one `http` (HTTP/1.1 + h2c) or `https` (TLS, ALPN h2 and http/1.1) listener named `sidecar`
- * whose `recycle.fairShare` sheds by fair share with the peers target, and one cluster named
+ * whose `recycle.fairShare` sheds by fair share with the peers target (and, with `loadReport`,
+ * reports the app's load, probes answered on the same load port), and one cluster named
  * `app` holding the app's one local endpoint over a small keep-alive pool — plus the app's
  * address and the readiness check (`AppHealth`) that gates `/readyz`.
  *
@@ -23,6 +24,7 @@ import { type Input, opt, type Parsed, parseOptions } from '../../core/options.j
 import { parseTarget } from '../../core/target.js';
 import { fairShareSpec } from '../../server/fair-share/fair-share-options.js';
 import type { ProxyConfig } from '../config/config-schema.js';
+import { listenerLoadReportSpec } from '../config/listener-load-report.js';
 import { normalizeProxyConfig } from '../config/proxy-config.js';
 import { type AppCheckSettings, type AppEndpoint, appCheckSpec } from './app-health.js';
 
@@ -105,6 +107,9 @@ const {
   ...sidecarFairShareSpec
 } = fairShareSpec;
 
+/** `loadReport` in the sidecar: the listener's, its probes answered on the sidecar's `loadPort` (beside the fair-share report). */
+const { loadPort: _reportPort, loadHost: _reportHost, ...sidecarLoadReportSpec } = listenerLoadReportSpec;
+
 export const sidecarSpec = {
   /** Where clients connect (the Service's targetPort): `HOST:PORT`, or `:PORT` for every IPv4 interface. */
   listen: opt.custom('HOST:PORT or :PORT (e.g. ":8443", "0.0.0.0:8443", "[::]:8443")', isListen),
@@ -145,6 +150,11 @@ export const sidecarSpec = {
   appConnections: opt.int({ min: 1, max: 10_000, default: 64 }),
   /** Fair-share options of the recycler (`tolerance`, `periodMs`, `loadMetric`, `windowMs`, ...; docs/recycler.md). */
   fairShare: opt.object(sidecarFairShareSpec),
+  /**
+   * Report the app's load (`endpoint-load-metrics` on responses, `inFlight`/`latencyMs` to probes
+   * on `loadPort`): the listener's `loadReport` options (docs/proxy.md); unset: no reports.
+   */
+  loadReport: opt.object(sidecarLoadReportSpec, { optional: true }),
   /** Also close client connections after this many requests (the recycler's limit). */
   maxRequestsPerConnection: opt.int({ min: 1, optional: true }),
   /** Also close client connections at this age, ms (±10% jitter). */
@@ -256,6 +266,7 @@ export function sidecarSetup(options: SidecarOptions): SidecarSetup {
           ...(options.maxConnectionAgeMs === undefined ? {} : { maxConnectionAgeMs: options.maxConnectionAgeMs }),
           fairShare,
         },
+        ...(options.loadReport === undefined ? {} : { loadReport: definedOnly({ ...options.loadReport }) }),
         trustForwardedHeaders: options.trustForwardedHeaders,
       },
     ],
