@@ -33,5 +33,6 @@ export type {
   ProxyConfig,
   RouteConfig,
 } from './config/config-schema.js';
+export type { ListenerLoadReport } from './config/listener-load-report.js';
 export { loadProxyConfigFile, parseProxyConfig } from './config/proxy-config.js';
 export { type ProxyOptions, ProxyServer } from './proxy-server.js';
