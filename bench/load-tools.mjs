@@ -7,9 +7,10 @@
 // request is its own work, not the cost of being descheduled for the load generator on a shared
 // core. EVENLB_BENCH_PIN=0 turns it off (everything floats).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 
 const TICK_US = 1e6 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
@@ -110,12 +111,9 @@ export function cpuMicros(pid) {
   return (Number(fields[11]) + Number(fields[12])) * TICK_US;
 }
 
-/**
- * One wrk run (one thread, keep-alive, `Host: host header`), placed on the load cores; with
- * `script`, a wrk Lua file (e.g. pacing with delay()). Latencies in µs.
- */
-export function wrk({ port, host = '127.0.0.1', connections, seconds, hostHeader, script }) {
-  const [bin, argv] = placed('load', 'wrk', [
+/** wrk's command line for one run (one thread, keep-alive, `Host: host header`), placed on the load cores. */
+function wrkCommand({ port, host = '127.0.0.1', connections, seconds, hostHeader, script }) {
+  return placed('load', 'wrk', [
     '-t1',
     `-c${connections}`,
     `-d${seconds}s`,
@@ -125,7 +123,10 @@ export function wrk({ port, host = '127.0.0.1', connections, seconds, hostHeader
     `Host: ${hostHeader}`,
     `http://${host}:${port}/`,
   ]);
-  const out = spawnSync(bin, argv, { encoding: 'utf8', timeout: (seconds + 20) * 1000 }).stdout ?? '';
+}
+
+/** The figures of one wrk run's output. Latencies in µs. */
+function wrkFigures(out) {
   const num = (re) => Number(re.exec(out)?.[1] ?? Number.NaN);
   const us = (label) => {
     const m = new RegExp(`\\s${label}%\\s+([0-9.]+)(us|ms|s)`).exec(out);
@@ -142,6 +143,32 @@ export function wrk({ port, host = '127.0.0.1', connections, seconds, hostHeader
       (num(/Non-2xx or 3xx responses: ([0-9]+)/) || 0) +
       (socket === null ? 0 : socket.slice(1).reduce((a, b) => a + Number(b), 0)),
   };
+}
+
+/**
+ * One wrk run (one thread, keep-alive, `Host: host header`), placed on the load cores; with
+ * `script`, a wrk Lua file (e.g. pacing with delay()). Latencies in µs.
+ */
+export function wrk(options) {
+  const [bin, argv] = wrkCommand(options);
+  return wrkFigures(spawnSync(bin, argv, { encoding: 'utf8', timeout: (options.seconds + 20) * 1000 }).stdout ?? '');
+}
+
+/** `wrk(options)` without blocking, so that several runs can load several targets at once. */
+export function wrkAsync(options) {
+  const [bin, argv] = wrkCommand(options);
+  return new Promise((resolve) => {
+    const child = spawn(bin, argv, { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), (options.seconds + 20) * 1000);
+    child.on('close', () => {
+      clearTimeout(timer);
+      resolve(wrkFigures(out));
+    });
+  });
 }
 
 /** The median of the finite values (NaN when there is none). */
@@ -183,4 +210,67 @@ http {
   }
 }
 `;
+}
+
+/**
+ * The benchmarks' backends: one child process (on the load cores) serving a tiny fixed body on
+ * port-free loopback `addrs`, written to `dir`. Resolves once every address accepts connections,
+ * with `endpoints` as `host:port` strings.
+ */
+export async function startBackends(dir, addrs) {
+  const ports = [];
+  for (const a of addrs) ports.push(await freePort(a));
+  const script = join(dir, 'backends.mjs');
+  writeFileSync(
+    script,
+    `import http from 'node:http';
+const body = Buffer.from('hello from evenlb bench\\n');
+const list = ${JSON.stringify(addrs.map((a, i) => [a, ports[i]]))};
+for (const [host, port] of list) {
+  const s = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
+    res.end(body);
+  });
+  s.keepAliveTimeout = 65000;
+  s.listen(port, host);
+}
+`,
+  );
+  const child = start(process.execPath, [script], 'load');
+  for (let i = 0; i < addrs.length; i++) await waitForPort(ports[i], addrs[i]);
+  return { child, endpoints: addrs.map((a, i) => `${a}:${ports[i]}`) };
+}
+
+/**
+ * `evenlb proxy` from the built tree at `root` (its dist/), on the proxy cores: one HTTP listener
+ * on a free loopback port balancing over `endpoints` with the default policy, logging at warn.
+ * Its config is written to `dir/<name>.yaml`; `nodeArgs` go to node before the script (e.g. --cpu-prof);
+ * `listenerExtra`: more listener fields, YAML flow (e.g. `, loadReport: { ... }`).
+ */
+export async function startEvenlbProxy(
+  dir,
+  root,
+  endpoints,
+  { name = 'evenlb', nodeArgs = [], listenerExtra = '' } = {},
+) {
+  const port = await freePort();
+  const admin = await freePort();
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(
+    file,
+    `admin: { address: "127.0.0.1:${admin}" }
+logLevel: warn
+listeners: [{ name: web, address: "127.0.0.1:${port}", protocol: http${listenerExtra} }]
+clusters: [{ name: backends, target: "static:///${endpoints.join(',')}" }]
+`,
+  );
+  const child = start(process.execPath, [...nodeArgs, join(root, 'dist', 'cli', 'main.js'), 'proxy', '--config', file]);
+  try {
+    await waitForPort(port);
+  } catch (err) {
+    await stop(child);
+    throw new Error(`evenlb proxy from ${root} did not listen: ${err.message}\n${child.errText()}`);
+  }
+  return { port, pid: child.pid, child };
 }

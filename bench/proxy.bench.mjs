@@ -29,6 +29,8 @@ import {
   nginxConfig,
   PLACEMENT,
   start,
+  startBackends,
+  startEvenlbProxy,
   stop,
   toolPath,
   waitForPort,
@@ -66,60 +68,17 @@ async function nodeProxy(dir, file, port, source) {
 // Backends: one child process serving 4 loopback addresses (a tiny fixed body).
 const BACKEND_ADDRS = ['127.0.0.101', '127.0.0.102', '127.0.0.103', '127.0.0.104'];
 
-async function startBackends(dir) {
-  const ports = [];
-  for (const a of BACKEND_ADDRS) ports.push(await freePort(a));
-  const script = join(dir, 'backends.mjs');
-  writeFileSync(
-    script,
-    `import http from 'node:http';
-const body = Buffer.from('hello from evenlb bench\\n');
-const list = ${JSON.stringify(BACKEND_ADDRS.map((a, i) => [a, ports[i]]))};
-for (const [host, port] of list) {
-  const s = http.createServer((req, res) => {
-    req.resume();
-    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
-    res.end(body);
-  });
-  s.keepAliveTimeout = 65000;
-  s.listen(port, host);
-}
-`,
-  );
-  const child = start(process.execPath, [script], 'load');
-  for (let i = 0; i < BACKEND_ADDRS.length; i++) await waitForPort(ports[i], BACKEND_ADDRS[i]);
-  return { child, endpoints: BACKEND_ADDRS.map((a, i) => `${a}:${ports[i]}`) };
-}
-
-/** `evenlb proxy` over `endpoints` from a config file `dir/file`; `listenerExtra`: more listener fields (YAML flow). */
-async function evenlbProxy(dir, file, endpoints, listenerExtra) {
-  const port = await freePort();
-  const admin = await freePort();
-  const path = join(dir, file);
-  writeFileSync(
-    path,
-    `admin: { address: "127.0.0.1:${admin}" }
-logLevel: warn
-listeners: [{ name: web, address: "127.0.0.1:${port}", protocol: http${listenerExtra} }]
-clusters: [{ name: backends, target: "static:///${endpoints.join(',')}" }]
-`,
-  );
-  const child = start(process.execPath, [join(root, 'dist', 'cli', 'main.js'), 'proxy', '--config', path]);
-  await waitForPort(port);
-  return { port, pid: child.pid, child };
-}
-
 const targets = {
   async direct(_dir, endpoints) {
     const [host, port] = endpoints[0].split(':');
     return { port: Number(port), host, pid: undefined, child: undefined };
   },
-  evenlb: (dir, endpoints) => evenlbProxy(dir, 'evenlb.yaml', endpoints, ''),
+  evenlb: (dir, endpoints) => startEvenlbProxy(dir, root, endpoints),
   async evenlbLoadReport(dir, endpoints) {
     if (!LOAD_REPORT) return undefined;
     const loadPort = await freePort();
-    const report = `, loadReport: { loadPort: ${loadPort}, loadHost: "127.0.0.1", maxInFlight: 64 }`;
-    return evenlbProxy(dir, 'evenlb-load-report.yaml', endpoints, report);
+    const listenerExtra = `, loadReport: { loadPort: ${loadPort}, loadHost: "127.0.0.1", maxInFlight: 64 }`;
+    return startEvenlbProxy(dir, root, endpoints, { name: 'evenlb-load-report', listenerExtra });
   },
   async nginx(dir, endpoints) {
     const bin = toolPath('nginx');
@@ -260,7 +219,7 @@ async function main() {
     return;
   }
   const dir = mkdtempSync(join(tmpdir(), 'evenlb-bench-proxy-'));
-  const backends = await startBackends(dir);
+  const backends = await startBackends(dir, BACKEND_ADDRS);
   const rows = [];
   // Every target runs at once (idle ones cost nothing); runs are interleaved round by round so
   // that background load on the machine affects every target alike.

@@ -279,7 +279,7 @@ export class Http1Downstream {
         this.#detach();
         const early = this.#buf;
         this.#buf = undefined;
-        spliceUpgrade(this.socket, conn.socket, head, requested, rest, early);
+        spliceUpgrade(this.socket, conn, head, requested, rest, early);
         if (this.#paused) this.socket.resume();
       },
     };

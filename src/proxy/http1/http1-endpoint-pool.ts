@@ -39,12 +39,41 @@ export interface Http1PoolSettings {
 }
 
 /**
- * Dials `endpoint`: plain TCP, or TLS offering only http/1.1 and verifying the certificate
- * against `servername` (sent as SNI unless it is an IP address), never the endpoint's IP.
+ * The one buffer plain upstream sockets read into (`onread`): a read is handed over as a copy
+ * of its bytes at once (`UpstreamConnection.read`), before any other socket reads, so every
+ * socket can share it. This skips the readable-stream machinery (a push, a 'data' event and a
+ * read-more tick per read) on the response path.
  */
-function dialSocket(endpoint: Endpoint, settings: Http1PoolSettings, servername: string): Socket {
+const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
+
+/**
+ * Dials `endpoint`: plain TCP, whose reads go to `onRead` (see `READ_BUFFER`), or TLS offering
+ * only http/1.1 and verifying the certificate against `servername` (sent as SNI unless it is an
+ * IP address), never the endpoint's IP, read through 'data' events.
+ */
+function dialSocket(
+  endpoint: Endpoint,
+  settings: Http1PoolSettings,
+  servername: string,
+  onRead: (chunk: Buffer) => void,
+): Socket {
   const t = settings.tls;
-  if (t === undefined) return net.connect({ host: endpoint.address, port: endpoint.port, noDelay: true });
+  if (t === undefined) {
+    return net.connect({
+      host: endpoint.address,
+      port: endpoint.port,
+      noDelay: true,
+      onread: {
+        buffer: READ_BUFFER,
+        callback: (bytes: number): boolean => {
+          const chunk = Buffer.allocUnsafe(bytes);
+          READ_BUFFER.copy(chunk, 0, 0, bytes);
+          onRead(chunk);
+          return true;
+        },
+      },
+    });
+  }
   const name = servername === '' ? endpoint.address : servername;
   const socket = tls.connect({
     host: endpoint.address,
@@ -152,15 +181,17 @@ export class Http1EndpointPool {
 
   #dial(sink: ResponseSink): void {
     const e = this.endpoint;
-    const socket = dialSocket(e, this.#s, this.servername);
-    this.#opening++;
     const s = this.#s;
+    // Reads start once connected, after `conn` exists.
+    const socket = dialSocket(e, s, this.servername, (chunk) => conn.read(chunk));
+    this.#opening++;
     const conn = new UpstreamConnection(
       this,
       socket,
       s.clock.now(),
       s.lifetime.drawMaxAgeMs(),
       s.lifetime.options.idleTimeoutMs ?? DEFAULT_IDLE_MS,
+      s.tls === undefined ? 'callback' : 'events',
     );
     this.#all.add(conn);
     socket.setTimeout(s.connectTimeoutMs);

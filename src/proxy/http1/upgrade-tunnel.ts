@@ -2,25 +2,33 @@
  * Tunnelling after a protocol switch (WebSocket and other `Upgrade`s): once the upstream
  * answered 101 to an upgrade request, the client gets the 101 head (hop-by-hop headers out,
  * `Connection: upgrade` and the upstream's `Upgrade` protocol in) and the two sockets are
- * spliced — bytes both ways with backpressure (`pipe`), either side closing closes both.
+ * spliced — bytes both ways with backpressure (`pipe`, and the upstream connection's `pipeTo`:
+ * its socket may be read through `onread`), either side closing closes both.
  */
 import type { Socket } from 'node:net';
 import { downstreamRawHeaders, serializeHeaders } from '../routing/hop-headers.js';
 import { named, type ResponseHead } from './message-head.js';
 
+/** The upstream side of a tunnel: its socket, and how its bytes reach another socket. */
+export interface TunnelUpstream {
+  readonly socket: Socket;
+  pipeTo(dest: Socket): void;
+}
+
 /**
- * Splices `client` and `up`. `requested` is the protocol the client asked for (used when the
+ * Splices `client` and `upstream`. `requested` is the protocol the client asked for (used when the
  * upstream names none), `rest` the bytes the upstream sent after its 101 head, `early` the
  * bytes the client sent after its request head.
  */
 export function spliceUpgrade(
   client: Socket,
-  up: Socket,
+  upstream: TunnelUpstream,
   head: ResponseHead,
   requested: string,
   rest: Buffer,
   early: Buffer | undefined,
 ): void {
+  const up = upstream.socket;
   let protocol = requested;
   for (let i = 0; i < head.headers.length; i += 2) {
     const name = head.headers[i] as string;
@@ -39,5 +47,5 @@ export function spliceUpgrade(
   client.once('close', teardown);
   up.once('close', teardown);
   client.pipe(up);
-  up.pipe(client);
+  upstream.pipeTo(client);
 }

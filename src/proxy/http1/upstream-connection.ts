@@ -4,7 +4,9 @@
  * `ResponseSink` as they arrive in their original framing (no copy, no re-framing) while the
  * connection tracks where the response ends (Content-Length, validated chunked, or the close).
  * 1xx heads are skipped; a 101 to an upgrade request hands the raw socket to the sink. A socket
- * that sent more than its response, or that failed, is never reused.
+ * that sent more than its response, or that failed, is never reused. Its bytes arrive through
+ * 'data' events or, for a socket dialled with `onread`, through `read(chunk)` (then `pipeTo`
+ * carries a tunnel's bytes, since the socket's readable side never sees them).
  */
 import type { Socket } from 'node:net';
 import type { Endpoint } from '../../core/endpoint.js';
@@ -85,16 +87,32 @@ export class UpstreamConnection implements ConnectionLife {
   #upgrade = false;
   /** The socket carries an upgraded protocol (WebSocket...): never pooled again. */
   tunnel = false;
+  readonly #reads: 'events' | 'callback';
+  /** Where a tunnel's bytes go (reads by callback), and what came before it was set. */
+  #tunnelTo: Socket | undefined;
+  #tunnelEarly: Buffer[] | undefined;
   readonly #onSocketData = (chunk: Buffer): void => this.#onData(chunk);
 
-  constructor(pool: ConnectionHome, socket: Socket, nowMs: number, maxAgeMs: number | undefined, idleMs: number) {
+  /**
+   * `reads`: 'events' when the socket's bytes come as 'data' events, 'callback' when its
+   * `onread` callback passes them to `read` (chunks the connection may keep).
+   */
+  constructor(
+    pool: ConnectionHome,
+    socket: Socket,
+    nowMs: number,
+    maxAgeMs: number | undefined,
+    idleMs: number,
+    reads: 'events' | 'callback' = 'events',
+  ) {
     this.pool = pool;
     this.socket = socket;
     this.openedAtMs = nowMs;
     this.idleSinceMs = nowMs;
     this.maxAgeMs = maxAgeMs;
     this.idleLimitMs = idleMs;
-    socket.on('data', this.#onSocketData);
+    this.#reads = reads;
+    if (reads === 'events') socket.on('data', this.#onSocketData);
     socket.on('error', (err) => {
       this.#error ??= err;
     });
@@ -122,6 +140,41 @@ export class UpstreamConnection implements ConnectionLife {
     this.#responded = false;
     this.requestSent = false;
     this.socket.write(head, 'latin1');
+  }
+
+  /** Bytes read by the socket's `onread` callback (a chunk of its own, kept as long as needed). */
+  read(chunk: Buffer): void {
+    if (!this.tunnel) {
+      this.#onData(chunk);
+      return;
+    }
+    const to = this.#tunnelTo;
+    if (to === undefined) {
+      this.#tunnelEarly ??= [];
+      this.#tunnelEarly.push(chunk);
+    } else if (!to.write(chunk)) {
+      this.socket.pause();
+      to.once('drain', () => this.socket.resume());
+    }
+  }
+
+  /**
+   * After a protocol switch: the upstream's bytes go to `dest` with backpressure, and its end
+   * ends `dest` (what `socket.pipe(dest)` does for a socket read through events).
+   *
+   * @example
+   * conn.pipeTo(clientSocket); // after sink.onUpgrade
+   */
+  pipeTo(dest: Socket): void {
+    if (this.#reads === 'events') {
+      this.socket.pipe(dest);
+      return;
+    }
+    this.#tunnelTo = dest;
+    this.socket.once('end', () => dest.end());
+    const early = this.#tunnelEarly;
+    this.#tunnelEarly = undefined;
+    for (const chunk of early ?? []) this.read(chunk);
   }
 
   /** Stops the exchange and closes the socket (the client went away, a timeout fired). */
@@ -191,7 +244,7 @@ export class UpstreamConnection implements ConnectionLife {
     this.#sink = undefined;
     this.#phase = P_IDLE;
     this.tunnel = true;
-    this.socket.off('data', this.#onSocketData);
+    if (this.#reads === 'events') this.socket.off('data', this.#onSocketData);
     sink.onUpgrade(this, head, rest);
   }
 
