@@ -78,12 +78,34 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), `evenlb-demo-${name}-`));
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 
+  // The pod's children die with it whenever it goes, also while it is still starting: when the
+  // orchestrator goes (stdin ends), on a stop before `listening`, and on SIGTERM/SIGINT (a
+  // network namespace's close signals the pod alone, not its group; a signal skips 'exit' hooks).
+  const children: DemoChild[] = [];
+  const killChildren = (): void => {
+    for (const child of children) child.kill('SIGKILL');
+  };
+  let onStop: (() => void) | undefined;
+  listenToParent((message) => {
+    if (message.type !== 'stop') return;
+    if (onStop !== undefined) return onStop();
+    killChildren();
+    process.exit(0);
+  }, killChildren);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      killChildren();
+      process.exit(1);
+    });
+  }
+
   const app = new DemoChild(
     `${name} app`,
     process.execPath,
     [childScript('plain-app'), '--name', name, '--address', address, '--port', '0', DEMO_MARKER_FLAG, run],
     inGroup,
   );
+  children.push(app);
   let requests = 0;
   app.on((m) => {
     if (m.type === 'stats') requests = Number(m.requests);
@@ -123,6 +145,7 @@ async function main(): Promise<void> {
     [cliScript(), 'proxy', '--sidecar', '--config', file],
     inGroup,
   );
+  children.push(sidecar);
   const { port, admin } = await sidecarStarted(sidecar);
 
   const warmUpCount = Number(values['warm-up-requests']);
@@ -171,15 +194,7 @@ async function main(): Promise<void> {
     sendToParent({ type: 'stopped' });
     setImmediate(() => process.exit(0));
   };
-  listenToParent(
-    (message) => {
-      if (message.type === 'stop') void stop();
-    },
-    () => {
-      sidecar.kill('SIGKILL');
-      app.kill('SIGKILL');
-    },
-  );
+  onStop = () => void stop();
   for (const child of [app, sidecar]) {
     void child.exited.then(() => {
       if (stopping) return;
