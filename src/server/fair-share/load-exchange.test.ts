@@ -42,6 +42,9 @@ const waitFor = async (cond: () => boolean, timeoutMs = 5000): Promise<void> => 
   }
 };
 
+const exchangeClient = (timeoutMs: number): LoadExchangeClient =>
+  new LoadExchangeClient({ clock: systemClock, timeoutMs, metric: 'connections', path: PATH, tls: false });
+
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
@@ -50,13 +53,7 @@ afterEach(async () => {
 describe('LoadExchangeClient', () => {
   it('regression: asks a peer over one kept connection, not a new connection per question', async () => {
     const peer = await loadServer(3);
-    const exchange = new LoadExchangeClient({
-      clock: systemClock,
-      timeoutMs: 2000,
-      metric: 'connections',
-      path: PATH,
-      tls: false,
-    });
+    const exchange = exchangeClient(2000);
     cleanups.push(peer.close, () => exchange.close());
     for (let i = 0; i < 20; i++) {
       expect(await exchange.ask('127.0.0.1', peer.port)).toEqual({ ok: true, load: 3 });
@@ -66,13 +63,7 @@ describe('LoadExchangeClient', () => {
 
   it('closes the connection of a peer that is no longer listed (keepOnly), and reconnects when asked again', async () => {
     const [a, b] = [await loadServer(1), await loadServer(2)];
-    const exchange = new LoadExchangeClient({
-      clock: systemClock,
-      timeoutMs: 2000,
-      metric: 'connections',
-      path: PATH,
-      tls: false,
-    });
+    const exchange = exchangeClient(2000);
     cleanups.push(a.close, b.close, () => exchange.close());
     await exchange.ask('127.0.0.1', a.port);
     await exchange.ask('127.0.0.1', b.port);
@@ -86,13 +77,7 @@ describe('LoadExchangeClient', () => {
 
   it('answers a failure (never throws) for a peer that refuses, and closes everything on close()', async () => {
     const peer = await loadServer(5);
-    const exchange = new LoadExchangeClient({
-      clock: systemClock,
-      timeoutMs: 1000,
-      metric: 'connections',
-      path: PATH,
-      tls: false,
-    });
+    const exchange = exchangeClient(1000);
     cleanups.push(peer.close);
     const gone = await loadServer(0);
     await gone.close();
