@@ -5,7 +5,8 @@
  * through its own `BalancedAgent` (per-request balancing, or the legacy pinned mode behind the
  * `RoundTripLoadBalancing` gate) fed by an endpoint list the orchestrator publishes, or
  * directly to one address (the proxy, or a Service VIP behind kube-proxy rules) over a single
- * connection. It reports successes and failures every 200 ms as JSON lines on stdout.
+ * connection. It reports successes and failures every 200 ms as JSON lines on stdout, and in its
+ * last report how long it sent and the latencies its requests saw (a bounded sample).
  */
 import { Client, type Dispatcher, request } from 'undici';
 import { BalancedAgent } from '../client/balanced-agent.js';
@@ -14,6 +15,7 @@ import type { EndpointInput } from '../core/endpoint.js';
 import { SeededRandom } from '../core/random.js';
 import { StaticEndpointSource } from '../discovery/static-endpoint-source.js';
 import { listenToParent, sendToParent } from './child-channel.js';
+import { LatencySample } from './latency-sample.js';
 import { DEMO_SERVICE_HOST, DEMO_SERVICE_PORT, type LoadStart } from './protocol.js';
 
 const REPORT_INTERVAL_MS = 200;
@@ -26,6 +28,9 @@ let running = true;
 const sources: StaticEndpointSource[] = [];
 const dispatchers: Dispatcher[] = [];
 const loops: Promise<void>[] = [];
+let latencies: LatencySample | undefined;
+let startedAtMs: number | undefined;
+let stoppedAtMs: number | undefined;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => {
@@ -42,6 +47,7 @@ async function clientLoop(dispatcher: Dispatcher, url: string, intervalMs: numbe
     nextAt += intervalMs * (0.8 + 0.4 * random.next());
     // Behind schedule (a slow response): do not burst to catch up.
     if (nextAt < systemClock.now()) nextAt = systemClock.now();
+    const sentAtMs = systemClock.now();
     try {
       const res = await request(url, {
         dispatcher,
@@ -49,6 +55,7 @@ async function clientLoop(dispatcher: Dispatcher, url: string, intervalMs: numbe
         bodyTimeout: REQUEST_TIMEOUT_MS,
       });
       await res.body.text();
+      latencies?.add(systemClock.now() - sentAtMs);
       if (res.statusCode === 200) ok++;
       else {
         failed++;
@@ -64,12 +71,23 @@ async function clientLoop(dispatcher: Dispatcher, url: string, intervalMs: numbe
   }
 }
 
-function report(): void {
-  sendToParent({ type: 'stats', ok, failed, errorsByCode });
+function report(final = false): void {
+  const sendingMs = startedAtMs === undefined ? 0 : (stoppedAtMs ?? systemClock.now()) - startedAtMs;
+  const latencyMs = final ? latencies?.quantiles() : undefined;
+  sendToParent({
+    type: 'stats',
+    ok,
+    failed,
+    errorsByCode,
+    sendingMs,
+    ...(latencyMs === undefined ? {} : { latencyMs }),
+  });
 }
 
 async function start(config: LoadStart): Promise<void> {
   const random = new SeededRandom(config.seed);
+  // A stream of its own, so the clients' schedules stay what the seed made them.
+  latencies = new LatencySample(new SeededRandom((config.seed ^ 0x1a7e) >>> 0));
   const intervalMs = 1000 / config.ratePerClient;
   let url: string;
   if (config.mode.kind === 'agent') {
@@ -93,6 +111,7 @@ async function start(config: LoadStart): Promise<void> {
       dispatchers.push(new Client(new URL(url).origin, { keepAliveTimeout: 120_000, pipelining: 1 }));
     }
   }
+  startedAtMs = systemClock.now();
   for (const d of dispatchers) loops.push(clientLoop(d, url, intervalMs, random.fork()));
   sendToParent({ type: 'started', pid: process.pid });
 }
@@ -101,7 +120,8 @@ async function stop(): Promise<void> {
   if (!running) return;
   running = false;
   await Promise.race([Promise.allSettled(loops), sleep(REQUEST_TIMEOUT_MS + 500)]);
-  report();
+  stoppedAtMs = systemClock.now();
+  report(true);
   await Promise.race([Promise.allSettled(dispatchers.map((d) => d.close())), sleep(2000)]);
   for (const s of sources) await s.close();
   sendToParent({ type: 'stopped' });

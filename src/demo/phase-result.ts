@@ -6,6 +6,7 @@
 import { imbalance } from '../metrics/imbalance.js';
 import type { PhaseId } from './phases.js';
 import type { PodRole } from './pod-process.js';
+import type { ClientLatencyMs } from './protocol.js';
 
 export interface PodResult {
   readonly name: string;
@@ -20,6 +21,18 @@ export interface PodResult {
   readonly steadyShare: number | undefined;
   /** Its share of the requests between the scale-out and the rolling restart, 0..1. */
   readonly afterScaleOutShare: number | undefined;
+}
+
+/**
+ * How hard the clients drove: the request rate asked of them and the rate they sent (requests
+ * over the time they were sending; a client sends its next request only after the previous
+ * response, so slow answers lower it), and the latencies they saw.
+ */
+export interface ClientFigures {
+  readonly nominalRequestsPerSecond: number;
+  readonly sentRequestsPerSecond: number;
+  readonly sendingMs: number;
+  readonly latencyMs?: ClientLatencyMs;
 }
 
 export interface PhaseEvent {
@@ -56,6 +69,7 @@ export type PhaseResult =
       readonly okRequests: number;
       readonly failedRequests: number;
       readonly errorsByCode: Readonly<Record<string, number>>;
+      readonly clients: ClientFigures;
       readonly events: readonly PhaseEvent[];
       readonly series: PhaseSeries;
       readonly windows: {

@@ -34,4 +34,16 @@ export interface LoadStats {
   readonly ok: number;
   readonly failed: number;
   readonly errorsByCode: Readonly<Record<string, number>>;
+  /** Time the clients have been sending, ms (from `start`; stops growing at `stop`). */
+  readonly sendingMs?: number;
+  /** Request latency quantiles as the clients saw them (headers and body), ms; in the final report only. */
+  readonly latencyMs?: ClientLatencyMs;
+}
+
+/** Quantiles of the clients' request latencies, ms (undefined before the first request). */
+export interface ClientLatencyMs {
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
 }

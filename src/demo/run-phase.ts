@@ -10,6 +10,7 @@ import type { EndpointInput } from '../core/endpoint.js';
 import { childScript } from './child-scripts.js';
 import { DemoChild, type Spawner } from './demo-child.js';
 import {
+  type ClientFigures,
   type CountSnapshot,
   type PhaseEvent,
   type PhaseResult,
@@ -19,7 +20,7 @@ import {
 } from './phase-result.js';
 import type { PhaseInfo } from './phases.js';
 import { PodProcess, type PodRole } from './pod-process.js';
-import { DEMO_MARKER_FLAG, type LoadMode, type LoadStats } from './protocol.js';
+import { type ClientLatencyMs, DEMO_MARKER_FLAG, type LoadMode, type LoadStats } from './protocol.js';
 import { ServiceEndpoints } from './service-endpoints.js';
 
 /** How a phase's clients reach its pods, prepared per phase and torn down after it. */
@@ -219,6 +220,8 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
           ok: Number(m.ok),
           failed: Number(m.failed),
           errorsByCode: (m.errorsByCode ?? {}) as Record<string, number>,
+          sendingMs: Number(m.sendingMs ?? 0),
+          ...(m.latencyMs === undefined ? {} : { latencyMs: m.latencyMs as ClientLatencyMs }),
         };
       }
     });
@@ -338,6 +341,7 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
       okRequests: loadStats.ok,
       failedRequests: loadStats.failed,
       errorsByCode: loadStats.errorsByCode,
+      clients: clientFigures(cfg, loadStats),
       events,
       series: buildSeries(sampleT, sampleCounts, pods),
       windows: { steadyMs: [steadyFromMs, steadyToMs], afterScaleOutMs: [afterFromMs, afterToMs] },
@@ -354,6 +358,18 @@ export async function runPhase(info: PhaseInfo, dataplane: PhaseDataplane, cfg: 
 }
 
 export { Aborted as PhaseAborted };
+
+/** What the clients drove against what they were asked to, and the latencies they saw. */
+function clientFigures(cfg: PhaseRunConfig, stats: LoadStats): ClientFigures {
+  const sendingMs = stats.sendingMs ?? 0;
+  const sent = stats.ok + stats.failed;
+  return {
+    nominalRequestsPerSecond: cfg.clients * cfg.ratePerClient,
+    sentRequestsPerSecond: sendingMs > 0 ? (1000 * sent) / sendingMs : 0,
+    sendingMs: Math.round(sendingMs),
+    ...(stats.latencyMs === undefined ? {} : { latencyMs: stats.latencyMs }),
+  };
+}
 
 /**
  * Per-pod rates (requests/s) over the last `RATE_WINDOW_SAMPLES` samples (500 ms), a multiple

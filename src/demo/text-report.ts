@@ -2,7 +2,7 @@
  * The tables printed at the end of a demo run: one per phase (each pod's requests and shares),
  * then a summary with one line per phase.
  */
-import type { PhaseResult } from './phase-result.js';
+import type { ClientFigures, PhaseResult } from './phase-result.js';
 
 function pct(x: number | undefined): string {
   return x === undefined ? '-' : `${(x * 100).toFixed(1)}%`;
@@ -54,8 +54,20 @@ export function renderPhase(r: PhaseResult): string {
     `  max/mean ${r.maxOverMean.toFixed(2)}  CoV ${r.cov.toFixed(2)}  Jain ${r.jain.toFixed(3)}  ` +
       `new pod after scale-out: ${(r.newPodShareOfFair * 100).toFixed(0)}% of its fair share  ` +
       `failed ${r.failedRequests} of ${r.okRequests + r.failedRequests}${errors === '' ? '' : ` (${errors})`}`,
+    `  ${clientLine(r.clients)}`,
   ];
   return lines.join('\n');
+}
+
+/** The clients' pace and latencies in one line. */
+function clientLine(c: ClientFigures): string {
+  const pace = c.nominalRequestsPerSecond > 0 ? c.sentRequestsPerSecond / c.nominalRequestsPerSecond : 0;
+  const l = c.latencyMs;
+  const latency =
+    l === undefined
+      ? ''
+      : `; latency p50 ${l.p50.toFixed(1)} ms, p90 ${l.p90.toFixed(1)} ms, p99 ${l.p99.toFixed(1)} ms, max ${l.max.toFixed(0)} ms`;
+  return `clients sent ${c.sentRequestsPerSecond.toFixed(0)} req/s of ${c.nominalRequestsPerSecond} nominal (${(pace * 100).toFixed(0)}%)${latency}`;
 }
 
 /** The closing summary: one line per phase. */

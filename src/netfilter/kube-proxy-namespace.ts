@@ -89,6 +89,8 @@ export class KubeProxyNamespace {
   readonly servicePortName: string;
   readonly #ip: string;
   readonly #children = new Set<ChildProcess>();
+  /** Children spawned `detached` lead their own process group: they are signalled with their group, so their own children go too. */
+  readonly #groupLeaders = new WeakSet<ChildProcess>();
   #endpoints: readonly ServiceEndpoint[] = [];
   #endpointChains: readonly string[] = [];
   #sync: Promise<void> = Promise.resolve();
@@ -139,7 +141,8 @@ export class KubeProxyNamespace {
   }
 
   /**
-   * Starts `command args` inside the namespace. The child is killed by `close()`.
+   * Starts `command args` inside the namespace. The child is killed by `close()` — with its
+   * process group when it is spawned `detached` (it leads one), so what it started goes too.
    *
    * @example
    * const client = ns.spawn(process.execPath, ['client.mjs'], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -149,6 +152,7 @@ export class KubeProxyNamespace {
       throw new EvenlbError(ErrorCodes.CLOSED, `${COMPONENT}: namespace ${this.name} is closed`);
     }
     const child = spawn(this.#ip, ['netns', 'exec', this.name, command, ...args], options);
+    if (options.detached === true) this.#groupLeaders.add(child);
     this.#children.add(child);
     child.once('exit', () => this.#children.delete(child));
     child.once('error', () => this.#children.delete(child));
@@ -208,13 +212,13 @@ export class KubeProxyNamespace {
         (child) =>
           new Promise<void>((resolve) => {
             if (child.exitCode !== null || child.signalCode !== null) return resolve();
-            const timer = setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
+            const timer = setTimeout(() => this.#kill(child, 'SIGKILL'), KILL_GRACE_MS);
             timer.unref();
             child.once('exit', () => {
               clearTimeout(timer);
               resolve();
             });
-            child.kill('SIGTERM');
+            this.#kill(child, 'SIGTERM');
           }),
       ),
     );
@@ -227,13 +231,26 @@ export class KubeProxyNamespace {
 
   /** Synchronous last-resort cleanup (process exit). */
   destroySync(): void {
-    for (const child of this.#children) child.kill('SIGKILL');
+    for (const child of this.#children) this.#kill(child, 'SIGKILL');
     try {
       execFileSync(this.#ip, ['netns', 'del', this.name], { stdio: 'ignore', timeout: COMMAND_TIMEOUT_MS });
     } catch {
       // already gone
     }
     untrack(this);
+  }
+
+  /** Signals a child, with its process group when it leads one. */
+  #kill(child: ChildProcess, signal: NodeJS.Signals): void {
+    if (this.#groupLeaders.has(child) && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, signal);
+        return;
+      } catch {
+        // The group is gone already: signal the child alone.
+      }
+    }
+    child.kill(signal);
   }
 
   #exec(command: NetfilterTool, args: readonly string[], input?: string): Promise<string> {

@@ -196,6 +196,35 @@ describe(`kube-proxy hop in a network namespace${skipNote}`, () => {
     },
   );
 
+  it.skipIf(!support.ok)(
+    'regression: close() kills a detached child with its process group, so what the child started goes too',
+    async () => {
+      const other = await KubeProxyNamespace.create();
+      // A "pod" that starts a process of its own in its group and reports its pid.
+      const pod = other.spawn('sh', ['-c', 'sleep 60 & echo $!; wait'], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+        detached: true,
+      });
+      const grandchild = await new Promise<number>((resolve) =>
+        pod.stdout?.once('data', (chunk: Buffer) => resolve(Number(String(chunk).trim()))),
+      );
+      const alive = (pid: number): boolean => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      expect(alive(grandchild)).toBe(true);
+      await other.close();
+      for (let i = 0; i < 250 && alive(grandchild); i++) await new Promise((r) => setTimeout(r, 20));
+      const leaked = alive(grandchild);
+      if (leaked) process.kill(grandchild, 'SIGKILL');
+      expect(leaked).toBe(false);
+    },
+  );
+
   for (const how of ['signal', 'exit'] as const) {
     it.skipIf(!support.ok)(`the namespace is deleted when its owning process ends (${how})`, async () => {
       const holder = FixtureProcess.start(bundles.holder, [how]);

@@ -101,6 +101,18 @@ describe('admin listener', () => {
     expect(m.body).toContain(`${proxyMetricNames.upstreamConnections}{cluster="web"`);
     expect(m.body).toContain('process_cpu_seconds_total');
   });
+
+  it('serves only the named families with ?name= (repeatable), leaving unknown names out', async () => {
+    const m = await fetchText(
+      adminPort,
+      `/metrics?name=${proxyMetricNames.imbalanceJain}&name=${proxyMetricNames.upstreamRequests}&name=no_such_metric`,
+    );
+    expect(m.status).toBe(200);
+    const families = [...m.body.matchAll(/^# TYPE (\S+)/gm)].map((x) => x[1]);
+    expect(families).toEqual([proxyMetricNames.imbalanceJain, proxyMetricNames.upstreamRequests]);
+    expect(m.body).toMatch(new RegExp(`${proxyMetricNames.imbalanceJain}\\{cluster="web"\\} [0-9.e-]+\n`));
+    expect(m.body).not.toContain('process_cpu_seconds_total');
+  });
 });
 
 describe('dashboard', () => {

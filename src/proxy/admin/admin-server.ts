@@ -1,5 +1,6 @@
 /**
- * The admin listener (loopback unless configured otherwise): `/metrics` (Prometheus text),
+ * The admin listener (loopback unless configured otherwise): `/metrics` (Prometheus text;
+ * `?name=FAMILY`, repeatable, for only those families),
  * `/endpoints` (each cluster's stats: `ProxyClusterStats`, the clusters' one stats model plus the
  * proxy's latency quantiles), `/config` (the running configuration, with
  * secrets redacted), `/healthz`, `/readyz`, `/api/stats` (what the dashboard polls: endpoint
@@ -63,6 +64,19 @@ function json(res: http.ServerResponse, status: number, value: unknown): void {
   res.end(body);
 }
 
+/**
+ * The registry as Prometheus text; with `?name=` (repeatable) only the named families, each
+ * collected alone — a poller that wants one gauge every few hundred ms (the demo's pods) skips
+ * the process and runtime collectors. An unknown name is left out.
+ */
+async function metricsText(metrics: ProxyMetrics, url: string): Promise<string> {
+  const names = new URL(url, 'http://admin').searchParams.getAll('name');
+  if (names.length === 0) return metrics.registry.metrics();
+  const known = names.filter((n) => metrics.registry.getSingleMetric(n) !== undefined);
+  const texts = await Promise.all(known.map((n) => metrics.registry.getSingleMetricAsString(n)));
+  return texts.map((t) => `${t}\n`).join('');
+}
+
 export class AdminServer {
   readonly #server: http.Server;
   readonly #deps: AdminDeps;
@@ -94,7 +108,7 @@ export class AdminServer {
     }
     switch (path) {
       case '/metrics': {
-        const text = await d.metrics.registry.metrics();
+        const text = await metricsText(d.metrics, req.url ?? '/');
         res.writeHead(200, { 'content-type': d.metrics.registry.contentType });
         res.end(text);
         return;

@@ -371,6 +371,10 @@ export class FairShareShedder {
     this.#peerEndpoints.clear();
     for (const e of eligible) if (e !== self) this.#peerEndpoints.set(e.key, e);
     this.#table.setPeers([...this.#peerEndpoints.keys()]);
+    const loadPort = this.#settings.options.loadPort;
+    this.#exchange.keepOnly(
+      new Set([...this.#peerEndpoints.values()].map((e) => this.#exchange.origin(e.address, loadPort ?? e.port))),
+    );
     if (self === undefined) {
       this.#listed = false;
       return false;
