@@ -29,6 +29,8 @@ export class NodeHttpFront {
   readonly #front: L7Front;
   /** Sockets whose current request is their last (see `#onRequest`). */
   readonly #lastOnSocket = new WeakSet<Socket>();
+  /** Set by `drain()`: every response from then on carries `Connection: close`. */
+  #draining = false;
 
   constructor(front: L7Front) {
     this.#front = front;
@@ -98,6 +100,7 @@ export class NodeHttpFront {
       req.resume();
       return;
     }
+    if (this.#draining) res.shouldKeepAlive = false;
     if (!res.shouldKeepAlive) this.#lastOnSocket.add(req.socket);
     const front = this.#front;
     const raw = req.rawHeaders;
@@ -178,7 +181,23 @@ export class NodeHttpFront {
     );
   }
 
+  /**
+   * The listener drains: each connection's next response carries `Connection: close` and ends
+   * it. Idle connections stay open until the listener's grace (`closeIdle()`), so a client
+   * writing its next request now is answered rather than reset — as on the raw data path.
+   */
+  drain(): void {
+    this.#draining = true;
+  }
+
+  /** Closes the connections with no request in flight. */
+  closeIdle(): void {
+    this.server.closeIdleConnections();
+  }
+
+  /** Stops the server (its connection-checking timer) and closes idle connections. */
   close(): void {
+    this.#draining = true;
     this.server.close();
     this.server.closeIdleConnections();
   }

@@ -309,7 +309,7 @@ export class L7Listener {
   }
 
   /**
-   * Stops accepting; HTTP/1.1 connections close after their next response (which carries
+   * Stops accepting; HTTP/1.x connections close after their next response (which carries
    * `Connection: close`) or once idle for the drain's grace (`DRAIN_IDLE_GRACE_MS`), HTTP/2
    * sessions get GOAWAY and finish their streams. Resolves when all are gone or after
    * `timeoutMs` (then the rest are destroyed). Always settles; idempotent; `destroy()` settles
@@ -322,14 +322,16 @@ export class L7Listener {
       const recycling = this.#recycling.close();
       const loadPort = this.#load?.stopServing();
       this.#front.close();
-      this.#nodeHttp.close();
+      this.#nodeHttp.drain();
       for (const c of [...this.#fast]) c.retire();
       this.#h2.close();
       const closeIdleAtMs = this.#deps.clock.now() + Math.min(DRAIN_IDLE_GRACE_MS, timeoutMs / 2);
       await this.#sockets.drain(timeoutMs, () => {
-        this.#nodeHttp.server.closeIdleConnections();
-        if (this.#deps.clock.now() >= closeIdleAtMs) for (const c of [...this.#fast]) c.closeSoon();
+        if (this.#deps.clock.now() < closeIdleAtMs) return;
+        this.#nodeHttp.closeIdle();
+        for (const c of [...this.#fast]) c.closeSoon();
       });
+      this.#nodeHttp.close();
       await Promise.all([recycling, loadPort]);
       await this.#load?.close();
       this.#sweep.close();
@@ -340,6 +342,7 @@ export class L7Listener {
   destroy(): Promise<void> {
     return this.#shutdown.destroy(async () => {
       this.#front.close();
+      this.#nodeHttp.close();
       this.#nodeHttp.server.closeAllConnections();
       this.#h2.destroy();
       this.#sockets.destroyAll();
