@@ -7,6 +7,8 @@
  * oldest idle one makes room (counted); a receiver that takes the socket over takes its
  * admitted connections with it — they count until they close, and make room when idle.
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net, { type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../core/clock.js';
@@ -185,5 +187,25 @@ describe('ListenerBinding', () => {
     await new Promise((r) => setTimeout(r, 100));
     await b.close();
     expect(['closed', 'ECONNRESET']).toContain(await waiting);
+  });
+});
+
+describe('accept queue', () => {
+  /** The listening socket's accept queue as the kernel reports it (`ss`: Send-Q), or undefined without `ss`. */
+  function backlogOf(port: number): number | undefined {
+    try {
+      const line = execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim();
+      return Number(line.split(/\s+/)[2]);
+    } catch {
+      return undefined;
+    }
+  }
+
+  it("asks the kernel for a queue of 4096 (capped by net.core.somaxconn), not Node's 511", async (ctx) => {
+    const b = await bind();
+    const backlog = backlogOf(b.port);
+    if (backlog === undefined) return ctx.skip('ss (iproute2) is not installed');
+    const somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8'));
+    expect(backlog).toBe(Math.min(4096, somaxconn));
   });
 });

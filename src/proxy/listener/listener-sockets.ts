@@ -15,6 +15,14 @@ import { parseAddress } from '../config/listen-address.js';
 const DRAIN_POLL_MS = 50;
 
 /**
+ * The accept queue asked of the kernel (which caps it at `net.core.somaxconn`, 4096 on current
+ * kernels). Node's default of 511 overflows when thousands of connections arrive at once — a
+ * flood of idle connections, a fleet reconnecting after a rollout — and a SYN dropped from a
+ * full queue costs its client a one-second retransmission, whoever it is.
+ */
+const LISTEN_BACKLOG = 4096;
+
+/**
  * Binds `server` to `address` (`host:port`, port 0 for an ephemeral one); resolves with the
  * bound port, rejects with the listen error.
  *
@@ -25,7 +33,7 @@ export function listenAt(server: net.Server, address: string): Promise<number> {
   const { host, port } = parseAddress(address);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
       server.off('error', reject);
       resolve((server.address() as net.AddressInfo).port);
     });
