@@ -10,6 +10,7 @@ import { once } from 'node:events';
 import { loadavg } from 'node:os';
 import { Pool, request } from 'undici';
 import { BalancedAgent, StaticEndpointSource } from '../dist/index.js';
+import { boundedLoad, median } from './load-tools.mjs';
 import { printTable, writeResult } from './machine.mjs';
 
 const REQUESTS = Number(process.env.AGENT_BENCH_REQUESTS ?? 20_000);
@@ -32,30 +33,19 @@ async function startBackend() {
 }
 
 async function run(url, dispatcher) {
-  let sent = 0;
-  let failed = 0;
-  const deadline = performance.now() + MAX_RUN_MS;
   const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (sent < REQUESTS && performance.now() < deadline) {
-        sent++;
-        try {
-          const res = await request(url, { dispatcher });
-          await res.body.text();
-        } catch {
-          failed++;
-        }
-      }
-    }),
-  );
-  const ms = performance.now() - t0;
+  const { sent, failed, ms } = await boundedLoad({
+    count: REQUESTS,
+    concurrency: CONCURRENCY,
+    maxMs: MAX_RUN_MS,
+    once: async () => {
+      const res = await request(url, { dispatcher });
+      await res.body.text();
+    },
+  });
   const cpu = process.cpuUsage(cpu0);
   return { requests: sent, failed, rps: (sent / ms) * 1000, cpuUsPerRequest: (cpu.user + cpu.system) / sent };
 }
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const loadBefore = loadavg()[0];
 const { child, port } = await startBackend();

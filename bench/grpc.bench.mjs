@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { evenlbServiceConfig, registerGrpc } from '../dist/grpc/index.js';
+import { boundedLoad, median } from './load-tools.mjs';
 import { printTable, writeResult } from './machine.mjs';
 
 const CALLS = Number(process.env.GRPC_BENCH_CALLS ?? 6_000);
@@ -69,29 +70,16 @@ const unary = (client) =>
   new Promise((resolve, reject) => client.Unary(payload, (err, reply) => (err ? reject(err) : resolve(reply))));
 
 async function run(client) {
-  let sent = 0;
-  let failed = 0;
-  const deadline = performance.now() + MAX_RUN_MS;
   const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (sent < CALLS && performance.now() < deadline) {
-        sent++;
-        try {
-          await unary(client);
-        } catch {
-          failed++;
-        }
-      }
-    }),
-  );
-  const ms = performance.now() - t0;
+  const { sent, failed, ms } = await boundedLoad({
+    count: CALLS,
+    concurrency: CONCURRENCY,
+    maxMs: MAX_RUN_MS,
+    once: () => unary(client),
+  });
   const cpu = process.cpuUsage(cpu0);
   return { calls: sent, failed, cps: (sent / ms) * 1000, cpuUsPerCall: (cpu.user + cpu.system) / sent };
 }
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const loadBefore = loadavg()[0];
 const { child, ports } = await startServers();

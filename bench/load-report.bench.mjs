@@ -26,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { BalancedAgent, StaticEndpointSource } from '../dist/index.js';
 import { LoadReporter, recycleConnections, reportLoad } from '../dist/server/index.js';
+import { boundedLoad, median } from './load-tools.mjs';
 import { printTable, writeResult } from './machine.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -62,32 +63,21 @@ async function backendCpuMicros(child) {
 }
 
 async function run(url, dispatcher, child) {
-  let sent = 0;
-  let failed = 0;
   let reports = 0;
-  const deadline = performance.now() + MAX_RUN_MS;
   const cpu0 = await backendCpuMicros(child);
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (sent < REQUESTS && performance.now() < deadline) {
-        sent++;
-        try {
-          const res = await request(url, { dispatcher });
-          if (res.headers['endpoint-load-metrics'] !== undefined) reports++;
-          await res.body.text();
-        } catch {
-          failed++;
-        }
-      }
-    }),
-  );
-  const ms = performance.now() - t0;
+  const { sent, failed, ms } = await boundedLoad({
+    count: REQUESTS,
+    concurrency: CONCURRENCY,
+    maxMs: MAX_RUN_MS,
+    once: async () => {
+      const res = await request(url, { dispatcher });
+      if (res.headers['endpoint-load-metrics'] !== undefined) reports++;
+      await res.body.text();
+    },
+  });
   const cpu = (await backendCpuMicros(child)) - cpu0;
   return { requests: sent, failed, reports, rps: (sent / ms) * 1000, serverCpuUsPerRequest: cpu / sent };
 }
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** The reporter's own work per request, ns: begin, the header value, end. */
 function reporterNsPerRequest() {

@@ -1,6 +1,7 @@
 // What the wrk benchmarks (proxy, sidecar) share: finding and installing their tools, placing
 // processes on cores, free ports, starting and stopping the processes under test, their CPU time
-// from /proc, one wrk run parsed into figures, and medians.
+// from /proc, one wrk run parsed into figures, medians — and the bounded in-process load loop the
+// client benchmarks (agent, gRPC, load report) drive their requests with.
 //
 // CPU placement: with taskset and two or more cores, the processes under test (role `proxy`) run
 // on the last core and wrk and the backends (role `load`) on the others, so a proxy's CPU per
@@ -169,6 +170,34 @@ export function wrkAsync(options) {
       resolve(wrkFigures(out));
     });
   });
+}
+
+/**
+ * Runs `once()` `count` times, `concurrency` loops at a time, each one call after another,
+ * stopping early at `maxMs`; a call that throws counts as failed. Returns what was sent, what
+ * failed and the wall time.
+ *
+ * @example
+ * const { sent, failed, ms } = await boundedLoad({ count: 20_000, concurrency: 16, maxMs: 30_000, once: () => call() });
+ */
+export async function boundedLoad({ count, concurrency, maxMs, once }) {
+  let sent = 0;
+  let failed = 0;
+  const t0 = performance.now();
+  const deadline = t0 + maxMs;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (sent < count && performance.now() < deadline) {
+        sent++;
+        try {
+          await once();
+        } catch {
+          failed++;
+        }
+      }
+    }),
+  );
+  return { sent, failed, ms: performance.now() - t0 };
 }
 
 /** The median of the finite values (NaN when there is none). */
