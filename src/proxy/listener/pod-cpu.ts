@@ -12,6 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
+import { cgroupCpuQuota } from '../../server/load/load-reporter.js';
 
 /** Where a listener's CPU figure comes from, and how to read it. */
 export interface CpuMeter {
@@ -80,16 +81,18 @@ function lastGood(reading: () => number): () => number {
  * new LoadReporter({ cpuUsageMicros: () => meter.usageMicros(), cpuCores: meter.cores });
  */
 export function podCpuMeter(read: Read = readText, hostCpus: number = cpus().length): CpuMeter {
-  const max = tryRead(read, '/sys/fs/cgroup/cpu.max')?.trim().split(/\s+/);
-  if (max !== undefined && max[0] !== 'max') {
-    const cores = Number(max[0]) / Number(max[1]);
-    if (Number.isFinite(cores) && cores > 0 && Number.isFinite(cgroupUsage(tryRead(read, '/sys/fs/cgroup/cpu.stat')))) {
-      return {
-        source: 'cgroup',
-        cores,
-        usageMicros: lastGood(() => cgroupUsage(tryRead(read, '/sys/fs/cgroup/cpu.stat'))),
-      };
-    }
+  const cores = cgroupCpuQuota(read);
+  if (
+    cores !== undefined &&
+    Number.isFinite(cores) &&
+    cores > 0 &&
+    Number.isFinite(cgroupUsage(tryRead(read, '/sys/fs/cgroup/cpu.stat')))
+  ) {
+    return {
+      source: 'cgroup',
+      cores,
+      usageMicros: lastGood(() => cgroupUsage(tryRead(read, '/sys/fs/cgroup/cpu.stat'))),
+    };
   }
   if (Number.isFinite(hostBusyTicks(tryRead(read, '/proc/stat'))) && hostCpus > 0) {
     return {

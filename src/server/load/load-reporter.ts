@@ -262,6 +262,24 @@ function processCpuMicros(): number {
 }
 
 /**
+ * The CPU quota of this process's cgroup v2 (`cpu.max`: quota over period, in CPUs — a
+ * container's `limits.cpu`), or undefined without a limit or the file.
+ *
+ * @example
+ * cgroupCpuQuota(); // 1.5 for `limits.cpu: 1500m`, undefined for `max 100000`
+ */
+export function cgroupCpuQuota(read: (path: string) => string = (p) => readFileSync(p, 'utf8')): number | undefined {
+  let text: string;
+  try {
+    text = read('/sys/fs/cgroup/cpu.max');
+  } catch {
+    return undefined;
+  }
+  const [quota, period] = text.trim().split(/\s+/);
+  return quota === undefined || quota === 'max' ? undefined : Number(quota) / Number(period);
+}
+
+/**
  * The CPUs this process may use: the cgroup CPU limit when one is set (cgroup v2 `cpu.max`, or
  * v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us`: a Kubernetes pod's `limits.cpu`), at most the
  * host's available parallelism.
@@ -275,9 +293,7 @@ export function cpuLimitCores(read: (path: string) => string = (p) => readFileSy
       return undefined;
     }
   };
-  let quota: number | undefined;
-  const v2 = tryRead('/sys/fs/cgroup/cpu.max')?.split(/\s+/);
-  if (v2 !== undefined && v2[0] !== 'max') quota = Number(v2[0]) / Number(v2[1]);
+  let quota = cgroupCpuQuota(read);
   if (quota === undefined) {
     const q = Number(tryRead('/sys/fs/cgroup/cpu/cpu.cfs_quota_us'));
     const p = Number(tryRead('/sys/fs/cgroup/cpu/cpu.cfs_period_us'));
