@@ -56,7 +56,8 @@ async function run(url, dispatcher) {
 
 const loadBefore = loadavg()[0];
 // The client's threads (main and libuv's) on the client core, before the backend starts.
-if (PLACEMENT !== undefined) execFileSync('taskset', ['-a', '-cp', PLACEMENT.proxy, String(process.pid)], { stdio: 'ignore' });
+if (PLACEMENT !== undefined)
+  execFileSync('taskset', ['-a', '-cp', PLACEMENT.proxy, String(process.pid)], { stdio: 'ignore' });
 const { child, port } = await startBackend();
 const origin = `http://127.0.0.2:${port}`;
 const pool = new Pool(origin);
@@ -111,8 +112,12 @@ printTable(
 );
 process.stdout.write(
   `\nthroughput ratio balanced-agent / pool (median over pairs of rounds): ${ratio.toFixed(3)} (target >= 1.0) — ${ratio >= 1.0 ? 'met' : 'NOT met'}\n` +
-    `  per round: ${perRound('rps').map((r) => r.toFixed(3)).join(' ')}\n` +
-    `CPU per request ratio balanced-agent / pool: ${cpuRatio.toFixed(3)} (per round: ${perRound('cpuUsPerRequest').map((r) => r.toFixed(3)).join(' ')})\n` +
+    `  per round: ${perRound('rps')
+      .map((r) => r.toFixed(3))
+      .join(' ')}\n` +
+    `CPU per request ratio balanced-agent / pool: ${cpuRatio.toFixed(3)} (per round: ${perRound('cpuUsPerRequest')
+      .map((r) => r.toFixed(3))
+      .join(' ')})\n` +
     `placement: ${PLACEMENT === undefined ? 'floating' : `client on core ${PLACEMENT.proxy}, backend on ${PLACEMENT.load}`}\n`,
 );
 
@@ -121,7 +126,8 @@ writeResult('agent', {
   requestsPerRound: REQUESTS,
   concurrency: CONCURRENCY,
   rounds: ROUNDS,
-  statistic: 'median of rounds; ratios: median over pairs of rounds (pool first, agent first) of the geometric mean of the pair',
+  statistic:
+    'median of rounds; ratios: median over pairs of rounds (pool first, agent first) of the geometric mean of the pair',
   placement: PLACEMENT === undefined ? 'floating' : { client: PLACEMENT.proxy, backend: PLACEMENT.load },
   perRoundThroughputRatios: perRound('rps'),
   perPairThroughputRatios: perPair('rps'),
