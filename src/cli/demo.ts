@@ -9,9 +9,7 @@ import { dirname, resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { isEvenlbError } from '../core/errors.js';
 import { parseDemoOptions } from '../demo/demo-options.js';
-import { netfilterApi } from '../demo/netfilter-dataplane.js';
 import { DEFAULT_PHASE_IDS, PHASE_IDS } from '../demo/phases.js';
-import { runDemo } from '../demo/run-demo.js';
 
 function integer(name: string) {
   return (value: string): number => {
@@ -122,6 +120,11 @@ export function registerDemoCommand(program: Command): void {
           });
         }
       }
+      // The demo's machinery (pods, clients, proxy, netfilter) loads only when a demo runs.
+      const [{ runDemo }, { netfilterApi }] = await Promise.all([
+        import('../demo/run-demo.js'),
+        import('../demo/netfilter-dataplane.js'),
+      ]);
       const outcome = await runDemo(options, {
         stdout: process.stdout,
         stderr: process.stderr,

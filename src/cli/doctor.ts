@@ -12,9 +12,8 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { systemClock } from '../core/clock.js';
 import { ErrorCodes, isEvenlbError } from '../core/errors.js';
 import { PROXY_MODES, parseDoctorOptions } from '../doctor/doctor-options.js';
-import { formatDoctorReport } from '../doctor/format-report.js';
-import { runDoctor } from '../doctor/run-doctor.js';
-import { parseDuration } from './sim.js';
+import type { runDoctor } from '../doctor/run-doctor.js';
+import { parseDuration } from './parse-duration.js';
 
 /** Where the command writes; tests pass their own. */
 export interface DoctorCommandIo {
@@ -136,11 +135,16 @@ export function registerDoctorCommand(program: Command, io: DoctorCommandIo = pr
       } catch (err) {
         return usage(err instanceof Error ? err.message : String(err));
       }
+      // The doctor's machinery (Kubernetes and Prometheus clients, the simulator) loads only when it runs.
+      const [{ runDoctor: run }, { formatDoctorReport }] = await Promise.all([
+        import('../doctor/run-doctor.js'),
+        import('../doctor/format-report.js'),
+      ]);
       let report: Awaited<ReturnType<typeof runDoctor>>;
       // systemClock's timers are unref()ed: hold the process open while the doctor waits between scrapes.
       const keepAlive = setInterval(() => {}, 60_000);
       try {
-        report = await runDoctor(options, { clock: systemClock, nowMs: Date.now });
+        report = await run(options, { clock: systemClock, nowMs: Date.now });
       } catch (err) {
         if (isEvenlbError(err) && USAGE_CODES.includes(err.code)) return usage(err.message);
         if (!isEvenlbError(err)) throw err;

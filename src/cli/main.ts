@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 /**
  * The `evenlb` command. Each subcommand lives in its own file and registers itself on the
- * program (program.ts); usage errors (unknown flags, bad values) exit with code 2.
+ * program (program.ts); usage errors (unknown flags, bad values) exit with code 2. Declaring the
+ * subcommands loads only commander and their flag parsers: each loads what it runs on (the
+ * proxy, the simulator, the demo, the doctor, Kubernetes discovery) in its action, so `--help`,
+ * `--version` and a usage error start at once.
  */
 import { CommanderError } from 'commander';
-// Registers the k8s:/// scheme with createEndpointSource (proxy and client routes use it).
-import '../discovery/kubernetes/index.js';
 import { createProgram } from './program.js';
 
 async function main(argv: readonly string[]): Promise<void> {

@@ -1,7 +1,8 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { isEvenlbError } from '../core/errors.js';
-import { addSidecarOptions, type SidecarFlags, sidecarFromCli } from './proxy-sidecar.js';
+import { sidecarFromCli } from './proxy-sidecar.js';
+import { addSidecarOptions, type SidecarFlags } from './proxy-sidecar-flags.js';
 
 /** Parses `args` as `evenlb proxy` does (its own flags and the sidecar's) and builds the sidecar. */
 function build(args: readonly string[]) {

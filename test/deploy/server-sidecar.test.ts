@@ -21,7 +21,8 @@ import { basename, dirname, join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, parse as parseYaml, stringify } from 'yaml';
-import { addSidecarOptions, type SidecarFlags, sidecarOptionsFromFlags } from '../../src/cli/proxy-sidecar.js';
+import { sidecarOptionsFromFlags } from '../../src/cli/proxy-sidecar.js';
+import { addSidecarOptions, type SidecarFlags } from '../../src/cli/proxy-sidecar-flags.js';
 import {
   listenAddress,
   parseAppAddress,
