@@ -6,7 +6,10 @@
  * peer, present here so that a load of it would show), nor prom-client before metrics are asked
  * for. The same trace over `evenlb/proxy`
  * checks the method: that entry does load ajv, yaml and pino. `evenlb/server` and `evenlb/grpc`
- * are held to the same rule.
+ * are held to the same rule. The CLI declares its subcommands on commander alone: `evenlb --help`
+ * and a usage error open no other package (each subcommand loads what it runs on in its action),
+ * while a command that runs — `evenlb sim --list` — loads the simulator's files and still none of
+ * the proxy's packages (ajv, pino, prom-client, undici, @kubernetes/client-node).
  *
  * strace is a real dependency of this test: where it is missing the test is skipped, and with
  * EVENLB_REQUIRE_STRACE=1 (set by .ci/run, which installs it) that is a failure.
@@ -40,22 +43,18 @@ afterAll(async () => {
 
 /** The packages (by node_modules folder) whose files `specifier`'s import opens. */
 function packagesOpenedBy(specifier: string): Set<string> {
-  const trace = join(install.dir, `trace-${specifier.replace(/\W/g, '-')}.txt`);
-  const r = spawnSync(
-    'strace',
-    [
-      '-f',
-      '-e',
-      'trace=openat,open',
-      '-o',
-      trace,
-      process.execPath,
-      '-e',
-      `await import(${JSON.stringify(specifier)})`,
-    ],
-    { cwd: install.dir, encoding: 'utf8', timeout: 60_000 },
-  );
-  if (r.status !== 0) throw new Error(`strace node -e import(${specifier}) exited ${r.status}: ${r.stderr}`);
+  return packagesOpenedByRun(['-e', `await import(${JSON.stringify(specifier)})`], [0]);
+}
+
+/** The packages whose files `node ...args` opens; its exit code must be one of `codes`. */
+function packagesOpenedByRun(args: readonly string[], codes: readonly number[]): Set<string> {
+  const trace = join(install.dir, `trace-${args.join('-').replace(/\W/g, '-').slice(0, 80)}.txt`);
+  const r = spawnSync('strace', ['-f', '-e', 'trace=openat,open', '-o', trace, process.execPath, ...args], {
+    cwd: install.dir,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  if (!codes.includes(r.status ?? -1)) throw new Error(`strace node ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
   const opened = new Set<string>();
   for (const [, path] of readFileSync(trace, 'utf8').matchAll(/"([^"]*\/node_modules\/[^"]*)"/g)) {
     const m = /\/node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path!.slice(path!.lastIndexOf('/node_modules/')));
@@ -79,5 +78,26 @@ describe.skipIf(!hasStrace)('files opened by a fresh import', () => {
   test('import("evenlb/proxy") does open the proxy’s ajv, yaml and pino (so their absence above means something)', () => {
     const opened = packagesOpenedBy('evenlb/proxy');
     expect(['ajv', 'yaml', 'pino'].filter((p) => opened.has(p))).toEqual(['ajv', 'yaml', 'pino']);
+  });
+});
+
+describe.skipIf(!hasStrace)('files opened by the CLI', () => {
+  const cli = (): string => join(install.dir, 'node_modules', 'evenlb', 'dist', 'cli', 'main.js');
+  const proxyPackages = ['ajv', 'pino', 'prom-client', 'undici', '@kubernetes/client-node'];
+
+  test.each([
+    ['--help', 0],
+    ['sim --no-such-flag', 2],
+    ['proxy --no-such-flag', 2],
+    ['doctor --no-such-flag', 2],
+    ['demo --phases nope', 2],
+  ] as const)('evenlb %s opens commander and no other package', (argv, code) => {
+    const opened = packagesOpenedByRun([cli(), ...argv.split(' ')], [code]);
+    expect([...opened].filter((p) => p !== 'evenlb')).toEqual(['commander']);
+  });
+
+  test('evenlb sim --list runs the simulator and opens none of the proxy’s packages', () => {
+    const opened = packagesOpenedByRun([cli(), 'sim', '--list'], [0]);
+    expect(proxyPackages.filter((p) => opened.has(p))).toEqual([]);
   });
 });
