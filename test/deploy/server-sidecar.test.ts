@@ -10,6 +10,10 @@
  * loopback addresses for ports) against the fake API server, and the requests it makes — list
  * and watch, through a 410 re-list — are exactly what the Role grants: the same verbs and
  * resources, in its namespace, the Service by name, the EndpointSlices of its own Service.
+ * The optional `load-report/` component (a kustomize Component, its JSON patches applied here as
+ * kustomize would) adds `--load-report 64` to the native sidecar and opens the load port to
+ * labelled probing clients: the patched pod passes the same checks, and its running sidecar
+ * answers a load probe with the requests in flight and puts `endpoint-load-metrics` on a response.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -54,6 +58,39 @@ interface Shape {
   readonly objects: readonly Obj[];
 }
 
+/** `pointer` split into its reference tokens (RFC 6901). */
+function tokens(pointer: string): string[] {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
+}
+
+/**
+ * `objects` with a kustomize Component's JSON 6902 patches applied (the `add` operations these
+ * manifests use; anything else fails the test), each on the object its target names.
+ */
+function withComponent(objects: readonly Obj[], component: string): Obj[] {
+  const out = objects.map((o) => structuredClone(o));
+  const [kustomization] = load(`${component}/kustomization.yaml`);
+  expect(kustomization?.kind).toBe('Component');
+  for (const { target, patch } of kustomization?.patches as { target: Obj; patch: string }[]) {
+    const object = out.find((o) => o.kind === target.kind && o.metadata.name === target.name);
+    expect(object, `${target.kind}/${target.name}`).toBeDefined();
+    for (const op of parseYaml(patch) as { op: string; path: string; value: unknown }[]) {
+      expect(op.op, op.path).toBe('add');
+      const path = tokens(op.path);
+      const last = path.pop() as string;
+      // biome-ignore lint/suspicious/noExplicitAny: walking parsed YAML by a JSON pointer
+      const parent = path.reduce<any>((node, t) => node?.[t], object);
+      expect(parent, `${op.path} exists`).toBeDefined();
+      if (Array.isArray(parent)) parent.splice(last === '-' ? parent.length : Number(last), 0, op.value);
+      else parent[last] = op.value;
+    }
+  }
+  return out;
+}
+
 const common = [...load('rbac.yaml'), ...load('service.yaml'), ...load('network-policy.yaml')];
 const SHAPES: readonly Shape[] = [
   { name: 'native sidecar (deployment.yaml)', objects: [...common, ...load('deployment.yaml')] },
@@ -62,6 +99,10 @@ const SHAPES: readonly Shape[] = [
     objects: [...common, ...load('deployment-two-containers.yaml')],
   },
   { name: 'admission webhook (webhook/webhook.yaml)', objects: load('webhook/webhook.yaml') },
+  {
+    name: 'native sidecar reporting load (deployment.yaml + load-report/)',
+    objects: withComponent([...common, ...load('deployment.yaml')], 'load-report'),
+  },
 ];
 
 const one = (objects: readonly Obj[], kind: string): Obj => {
@@ -180,6 +221,25 @@ describe('deploy/kubernetes/server-sidecar: the pod shapes name consistent ports
     });
   }
 
+  it('the load-report component: --load-report 64, and the load port open to labelled probing clients beside the Service’s own pods', () => {
+    const objects = SHAPES[3]?.objects as readonly Obj[];
+    const deployment = one(objects, 'Deployment');
+    const { container } = sidecarContainer(deployment);
+    expect(sidecarOptions(objects, deployment, container).options.loadReport?.maxInFlight).toBe(64);
+    // The plain shape stays without reports.
+    const plain = one(SHAPES[0]?.objects as readonly Obj[], 'Deployment');
+    expect(
+      sidecarOptions(SHAPES[0]?.objects as readonly Obj[], plain, sidecarContainer(plain).container).options.loadReport,
+    ).toBeUndefined();
+    const loadRules = (one(objects, 'NetworkPolicy').spec.ingress as Obj[]).filter((r) =>
+      (r.ports as Obj[]).some((p) => p.port === 'evenlb-load'),
+    );
+    expect(loadRules.map((r) => r.from)).toEqual([
+      [{ podSelector: { matchLabels: deployment.spec.selector.matchLabels } }],
+      [{ namespaceSelector: {}, podSelector: { matchLabels: { 'evenlb.io/load-probes': 'true' } } }],
+    ]);
+  });
+
   it('the webhook configuration calls the sidecar: Service port → targetPort → TLS listener', () => {
     const objects = load('webhook/webhook.yaml');
     const hook = one(objects, 'ValidatingWebhookConfiguration');
@@ -239,7 +299,7 @@ describe('deploy/kubernetes/server-sidecar: the Role grants exactly what a runni
     return (server.address() as AddressInfo).port;
   }
 
-  for (const [index, shape] of [SHAPES[0], SHAPES[2]].entries()) {
+  for (const [index, shape] of [SHAPES[0], SHAPES[2], SHAPES[3]].entries()) {
     it(`${shape?.name}`, async () => {
       const objects = (shape as Shape).objects;
       const deployment = one(objects, 'Deployment');
@@ -339,6 +399,37 @@ describe('deploy/kubernetes/server-sidecar: the Role grants exactly what a runni
           });
         for (let i = 0; i < 300 && !(await ready()); i++) await new Promise((r) => setTimeout(r, 100));
         expect(await ready(), stderr).toBe(true);
+        if (options.loadReport !== undefined) {
+          // Reports: a response through the sidecar carries the header; a probe gets the load document.
+          const get = (port: number, path: string) =>
+            new Promise<{ headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
+              http
+                .get({ host: podIp, port, path, agent: false }, (res) => {
+                  let body = '';
+                  res.setEncoding('utf8').on('data', (c: string) => {
+                    body += c;
+                  });
+                  res.on('end', () => resolve({ headers: res.headers, body }));
+                })
+                .on('error', reject);
+            });
+          const answer = await get(listen, '/');
+          expect(answer.headers['endpoint-load-metrics'], 'a load report on the response').toMatch(/^TEXT /);
+          const doc = JSON.parse((await get(loadPort, '/.well-known/evenlb/load')).body) as Record<string, unknown>;
+          expect(doc.inFlight).toBe(0);
+          expect(typeof doc.latencyMs).toBe('number');
+        } else {
+          const answer = await new Promise<http.IncomingHttpHeaders>((resolve, reject) => {
+            http
+              .get({ host: podIp, port: listen, path: '/', agent: false }, (res) => {
+                res.resume();
+                resolve(res.headers);
+              })
+              .on('error', reject);
+          }).catch(() => undefined);
+          // The webhook shape listens with TLS: a plain request gets no HTTP answer there.
+          if (answer !== undefined) expect(answer['endpoint-load-metrics']).toBeUndefined();
+        }
         api.expireWatches();
         await api.waitFor(() => api.requestsMatching({ verb: 'list', namespace: ns }).length >= 4, 30_000, 're-lists');
         await api.waitFor(() => api.openWatches({ namespace: ns }) >= 2, 30_000, 'watches again');
