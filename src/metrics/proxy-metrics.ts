@@ -15,7 +15,6 @@
 import { Counter, collectDefaultMetrics, Gauge, type Metric, Registry } from 'prom-client';
 import { type ClusterStats, type EndpointStats, windowImbalance, zoneStats } from '../cluster/cluster-stats.js';
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
-import type { Imbalance } from './imbalance.js';
 import {
   bucketQuantileMs,
   LATENCY_BUCKETS_S,
@@ -23,8 +22,10 @@ import {
   latencyHistogram,
   windowBuckets,
 } from './latency-buckets.js';
+import { registerClusterFamilies } from './proxy-cluster-families.js';
+import { proxyMetricNames } from './proxy-metric-names.js';
 
-export { bucketQuantileMs, LATENCY_BUCKETS_S };
+export { bucketQuantileMs, LATENCY_BUCKETS_S, proxyMetricNames };
 
 /** What the metrics read from one cluster. */
 export interface ClusterView {
@@ -32,30 +33,6 @@ export interface ClusterView {
   /** The cluster's stats (the proxy's `ProxyCluster.stats()`): connections of every transport included. */
   stats(): ClusterStats;
 }
-
-/** Metric names, exported so dashboards and tests use the names the proxy really exports. */
-export const proxyMetricNames = Object.freeze({
-  upstreamRequests: 'evenlb_proxy_upstream_requests_total',
-  upstreamInFlight: 'evenlb_proxy_upstream_requests_in_flight',
-  upstreamErrors: 'evenlb_proxy_upstream_errors_total',
-  upstreamConnections: 'evenlb_proxy_upstream_connections',
-  upstreamDuration: 'evenlb_proxy_upstream_request_duration_seconds',
-  endpointEjected: 'evenlb_proxy_endpoint_ejected',
-  endpointEjections: 'evenlb_proxy_endpoint_ejections_total',
-  upstreamRetries: 'evenlb_proxy_upstream_retries_total',
-  endpointReady: 'evenlb_proxy_endpoint_ready',
-  imbalanceMaxOverMean: 'evenlb_proxy_imbalance_max_over_mean',
-  imbalanceCov: 'evenlb_proxy_imbalance_cov',
-  imbalanceJain: 'evenlb_proxy_imbalance_jain',
-  endpointSlowStartWeight: 'evenlb_proxy_endpoint_slow_start_weight',
-  zoneRequestShare: 'evenlb_proxy_zone_request_share',
-  downstreamRequests: 'evenlb_proxy_downstream_requests_total',
-  downstreamConnections: 'evenlb_proxy_downstream_connections',
-  downstreamConnectionsOpened: 'evenlb_proxy_downstream_connections_opened_total',
-  downstreamClosed: 'evenlb_proxy_downstream_closed_total',
-  rejected: 'evenlb_proxy_rejected_requests_total',
-  configReloads: 'evenlb_proxy_config_reloads_total',
-});
 
 interface Sample {
   readonly atMs: number;
@@ -123,95 +100,9 @@ export class ProxyMetrics {
     const r = this.registry;
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: r });
     const n = proxyMetricNames;
-    const perEndpoint = (name: string, help: string, type: 'counter' | 'gauge', read: (s: EndpointStats) => number) => {
-      const Ctor = type === 'counter' ? Counter : Gauge;
-      const self = this;
-      new Ctor({
-        name,
-        help,
-        labelNames: ['cluster', 'endpoint'],
-        registers: [r],
-        collect(this: Counter<'cluster' | 'endpoint'> | Gauge<'cluster' | 'endpoint'>) {
-          this.reset();
-          for (const c of self.stats()) {
-            for (const e of c.endpoints) {
-              const labels = { cluster: c.name, endpoint: e.key };
-              if (this instanceof Counter) this.inc(labels, read(e));
-              else (this as Gauge<'cluster' | 'endpoint'>).set(labels, read(e));
-            }
-          }
-        },
-      });
-    };
-    perEndpoint(n.upstreamRequests, 'Requests sent to each endpoint.', 'counter', (e) => e.requests);
-    perEndpoint(n.upstreamInFlight, 'Requests in flight to each endpoint.', 'gauge', (e) => e.inFlight);
-    perEndpoint(n.upstreamErrors, 'Failed requests (5xx or transport error) per endpoint.', 'counter', (e) => e.errors);
-    perEndpoint(n.upstreamConnections, 'Open upstream connections per endpoint.', 'gauge', (e) => e.openConnections);
-    perEndpoint(n.endpointEjected, '1 while outlier detection ejects the endpoint.', 'gauge', (e) =>
-      e.state === 'ejected' ? 1 : 0,
-    );
-    perEndpoint(n.endpointReady, '1 while the endpoint is ready.', 'gauge', (e) => (e.ready ? 1 : 0));
-    perEndpoint(
-      n.endpointSlowStartWeight,
-      'Slow-start multiplier on the endpoint weight (1 = full weight).',
-      'gauge',
-      (e) => e.slowStartWeight,
-    );
-    const self = this;
-    this.#ejectionsCounter = new Counter({
-      name: n.endpointEjections,
-      help: 'Outlier-detection ejections per endpoint.',
-      labelNames: ['cluster', 'endpoint'],
-      registers: [r],
-      collect(this: Counter<'cluster' | 'endpoint'>) {
-        // Every known endpoint has a series (0 until its first ejection), so rate() works.
-        for (const c of self.stats()) {
-          for (const e of c.endpoints) this.inc({ cluster: c.name, endpoint: e.key }, 0);
-        }
-      },
-    });
-    this.#retries = new Counter({
-      name: n.upstreamRetries,
-      help: "Upstream attempts retried by the cluster's retry policy, by reason (connect-failure, reused-connection, idempotent).",
-      labelNames: ['cluster', 'reason'],
-      registers: [r],
-    });
-    new Gauge({
-      name: n.zoneRequestShare,
-      help: "Each zone's share of the cluster's requests, sliding window (0..1).",
-      labelNames: ['cluster', 'zone'],
-      registers: [r],
-      collect(this: Gauge<'cluster' | 'zone'>) {
-        this.reset();
-        for (const c of self.stats()) for (const z of c.zones) this.set({ cluster: c.name, zone: z.zone }, z.share);
-      },
-    });
-    const perCluster = (name: string, help: string, read: (i: Imbalance) => number) =>
-      new Gauge({
-        name,
-        help,
-        labelNames: ['cluster'],
-        registers: [r],
-        collect(this: Gauge<'cluster'>) {
-          this.reset();
-          for (const c of self.stats()) this.set({ cluster: c.name }, read(c.window.imbalance));
-        },
-      });
-    perCluster(
-      n.imbalanceMaxOverMean,
-      'Busiest endpoint over the mean, sliding window (1 = even).',
-      (i) => i.maxOverMean,
-    );
-    perCluster(
-      n.imbalanceCov,
-      'Coefficient of variation of per-endpoint requests, sliding window (0 = even).',
-      (i) => i.cov,
-    );
-    perCluster(
-      n.imbalanceJain,
-      "Jain's fairness index of per-endpoint requests, sliding window (1 = even).",
-      (i) => i.jain,
-    );
+    const families = registerClusterFamilies(r, () => this.stats());
+    this.#ejectionsCounter = families.ejections;
+    this.#retries = families.retries;
     r.registerMetric(latencyHistogram(n.upstreamDuration, this.#latency) as unknown as Metric<string>);
     const answered = this.#answered;
     new Counter({
