@@ -85,6 +85,16 @@ export interface ProxyClusterStats extends ClusterStats {
   readonly endpoints: readonly ProxyEndpointStats[];
 }
 
+/**
+ * How often prom-client's event-loop lag monitor samples (`monitorEventLoopDelay`'s resolution),
+ * ms. Its default, 10 ms, wakes an idle proxy a hundred times a second: an idle `evenlb proxy
+ * --sidecar` was scheduled 102 times a second with it and 17 with 100 ms
+ * (test/proxy/proxy-idle-wakeups.test.ts), and the demo's ten sidecars on two shared cores spent
+ * a tenth of a core on that timer alone. Sampled every 100 ms, the lag gauges still catch every
+ * stall longer than that — what a scrape every few seconds can show anyway.
+ */
+export const EVENT_LOOP_SAMPLE_MS = 100;
+
 export interface ProxyMetricsOptions {
   readonly windowMs: number;
   readonly clock?: Clock;
@@ -121,7 +131,8 @@ export class ProxyMetrics {
     this.#clock = options.clock ?? systemClock;
     this.#windowMs = options.windowMs;
     const r = this.registry;
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: r });
+    if (options.processMetrics ?? true)
+      collectDefaultMetrics({ register: r, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
     const n = proxyMetricNames;
     const perEndpoint = (name: string, help: string, type: 'counter' | 'gauge', read: (s: EndpointStats) => number) => {
       const Ctor = type === 'counter' ? Counter : Gauge;
