@@ -20,7 +20,7 @@ export interface PodSpec {
   readonly script?: 'pod' | 'sidecar-pod';
 }
 
-/** Time for a pod to start and warm up: one process, or a sidecar pod's three (the app, the sidecar and itself). */
+/** Time for a pod to start and warm up: one process, or a sidecar pod's two (the sidecar, which loads the proxy, and its app). */
 const START_TIMEOUT_MS = { pod: 10_000, 'sidecar-pod': 60_000 } as const;
 
 export class PodProcess {
