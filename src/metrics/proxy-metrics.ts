@@ -86,12 +86,9 @@ export interface ProxyClusterStats extends ClusterStats {
 }
 
 /**
- * How often prom-client's event-loop lag monitor samples (`monitorEventLoopDelay`'s resolution),
- * ms. Its default, 10 ms, wakes an idle proxy a hundred times a second: an idle `evenlb proxy
- * --sidecar` was scheduled 102 times a second with it and 17 with 100 ms
- * (test/proxy/proxy-idle-wakeups.test.ts), and the demo's ten sidecars on two shared cores spent
- * a tenth of a core on that timer alone. Sampled every 100 ms, the lag gauges still catch every
- * stall longer than that — what a scrape every few seconds can show anyway.
+ * prom-client's event-loop lag sampling period, ms. Its default, 10 ms, woke an idle proxy a
+ * hundred times a second (an idle sidecar was scheduled 102 times a second, 17 at 100 ms:
+ * test/proxy/proxy-idle-wakeups.test.ts); at 100 ms the lag gauges still catch every longer stall.
  */
 export const EVENT_LOOP_SAMPLE_MS = 100;
 
