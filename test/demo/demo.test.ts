@@ -122,37 +122,23 @@ function sideRuns(): SideRuns {
     ['demo', '--duration', '20s', '--phases', 'pinned,client', '--progress', 'plain', '--output', join(dir, 'x.html')],
     60_000,
   );
+  /** The pinned phase through kube-proxy rules, for `duration`. */
+  const netfilterPinned = (duration: string): string[] => [
+    'demo',
+    '--dataplane',
+    'netfilter',
+    '--phases',
+    'pinned',
+    '--duration',
+    duration,
+  ];
   const netfilter = runBuiltCli(
-    [
-      'demo',
-      '--dataplane',
-      'netfilter',
-      '--phases',
-      'pinned',
-      '--duration',
-      '5s',
-      '--json',
-      join(dir, 'netfilter.json'),
-      '--output',
-      join(dir, 'n.html'),
-    ],
+    [...netfilterPinned('5s'), '--json', join(dir, 'netfilter.json'), '--output', join(dir, 'n.html')],
     { timeoutMs: 90_000 },
   );
   const netfilterCtrlC = netnsSupport().ok
     ? runDemoInterruptedWhenLive(
-        [
-          'demo',
-          '--dataplane',
-          'netfilter',
-          '--phases',
-          'pinned',
-          '--duration',
-          '20s',
-          '--progress',
-          'plain',
-          '--output',
-          join(dir, 'y.html'),
-        ],
+        [...netfilterPinned('20s'), '--progress', 'plain', '--output', join(dir, 'y.html')],
         60_000,
       )
     : undefined;
