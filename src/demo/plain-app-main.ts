@@ -4,8 +4,10 @@
  * language (a Go webhook, a Java service) behind the fair-share sidecar. It answers every
  * request with its pod's name, counts the requests it serves (the demo's own warm-up requests,
  * marked with a header, are answered and not counted), and prints
- * `{"type":"stats","requests":N}` every 100 ms on stdout for the pod that started it. It exits
- * when its stdin ends (the pod is gone) or on SIGTERM, after closing its server.
+ * `{"type":"stats","requests":N}` on stdout for the pod that started it whenever a line arrives
+ * on its stdin and when it stops — never on a timer: an app with no request to serve wakes
+ * nobody (the demo's pods learn their counts from their sidecar). It exits when its stdin ends
+ * (the pod is gone) or on SIGTERM, after closing its server.
  *
  * Usage (spawned by the demo's sidecar pod): `node plain-app.js --name pod-1 --address 127.0.1.1 --port 0`
  */
@@ -39,17 +41,17 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 120_000;
 server.headersTimeout = 130_000;
 
-const timer = setInterval(() => say({ type: 'stats', requests }), 100);
-timer.unref();
-
 const stop = (): void => {
   say({ type: 'stats', requests });
   server.close();
   server.closeAllConnections();
   setImmediate(() => process.exit(0));
 };
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk: string) => {
+  for (let i = chunk.indexOf('\n'); i >= 0; i = chunk.indexOf('\n', i + 1)) say({ type: 'stats', requests });
+});
 process.stdin.on('end', stop);
-process.stdin.resume();
 process.once('SIGTERM', stop);
 
 server.on('error', (err) => {

@@ -36,7 +36,7 @@ export interface PhaseDataplane {
   /**
    * Start the rolling restart's pods with the others, each listed only in its turn (as a
    * Deployment lists a surge pod once it is Ready): for pods whose start takes longer than a
-   * restart slot (a sidecar pod starts three processes).
+   * restart slot (a sidecar pod starts two processes and loads the proxy).
    */
   readonly prestartReplacements?: boolean;
   /** The clients' mode, given the first endpoint list. */

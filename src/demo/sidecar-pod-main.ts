@@ -1,15 +1,18 @@
 /**
  * A demo pod of the `sidecar` phase: two containers' worth of processes, as Kubernetes would run
  * them in one pod — the plain app (`plain-app.js`: Node's core `http` only, no evenlb code) and
- * `evenlb proxy --sidecar` in front of it, started from a short sidecar YAML file the pod writes
- * (listen on the pod's address, forward to the app, shed by fair share with the peers the
- * demo's endpoint file lists). This process only starts the two, warms them up and speaks the
- * demo's pod protocol for them: `listening` with the sidecar's port (the Service's
- * targetPort), `stats` every 100 ms — requests as the app counts them, client connections as
- * the sidecar's `/metrics` counts them — and, on `stop`, the pod's termination: a preStop wait
- * until the sidecar holds no client connection (its hand-over; at most 2 s), the sidecar's drain
- * (SIGTERM: in-flight requests finish within the grace), then the app's stop. The app and
- * the sidecar run in this process's group, so killing the pod's group kills all three.
+ * the fair-share sidecar in front of it. This process is the sidecar: it starts the app, writes
+ * the short sidecar YAML file (listen on the pod's address, forward to the app, shed by fair
+ * share with the peers the demo's endpoint file lists) and runs what `evenlb proxy --sidecar
+ * --config FILE` runs — the same configuration, app check and `ProxyServer` — in this process,
+ * so that it can also speak the demo's pod protocol without a third process or an HTTP scrape:
+ * `listening` with the sidecar's port (the Service's targetPort), and `stats` at most every
+ * 100 ms, only when a figure changed — requests as the sidecar forwarded them to the app
+ * (its warm-up requests left out), client connections as its listener counts them. On `stop`
+ * it terminates as the pod would: a preStop wait until the sidecar holds no client connection
+ * (its hand-over; at most 2 s), the sidecar's drain (in-flight requests finish within the
+ * grace), then the app's stop. The app runs in this process's group, so killing the pod's group
+ * kills both.
  *
  * Usage (spawned by the demo): `node sidecar-pod.js --name pod-1 --address 127.0.1.1
  *   --fair-share-peers URI --load-port N [--fair-share-* ...] [--warm-up-requests N]
@@ -21,24 +24,19 @@ import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { destination, pino } from 'pino';
 import { systemClock } from '../core/clock.js';
+import { proxyMetricNames } from '../metrics/proxy-metrics.js';
+import { ProxyServer } from '../proxy/proxy-server.js';
+import { AppHealth } from '../proxy/sidecar/app-health.js';
+import { loadSidecarConfigFile, SIDECAR_CLUSTER, SIDECAR_LISTENER } from '../proxy/sidecar/sidecar-config.js';
 import { listenToParent, sendToParent } from './child-channel.js';
-import { childScript, cliScript } from './child-scripts.js';
+import { childScript } from './child-scripts.js';
 import { DemoChild, type Spawner } from './demo-child.js';
 import { inParallelLoops, warmUp } from './pod-warm-up.js';
 import { DEMO_MARKER_FLAG } from './protocol.js';
 
 const STATS_INTERVAL_MS = 100;
-const METRICS_INTERVAL_MS = 500;
-/**
- * The two families the pod reads, asked by name: the whole registry (process and runtime
- * collectors included) every 500 ms in each of the phase's sidecars cost more CPU than the
- * requests they forwarded.
- */
-const METRICS_PATH = `/metrics?name=${[
-  'evenlb_proxy_downstream_connections',
-  'evenlb_proxy_downstream_connections_opened_total',
-].join('&name=')}`;
 const START_TIMEOUT_MS = 15_000;
 /**
  * The longest the stop waits for the hand-over, as the manifests' preStop hook does (there 5–10
@@ -47,8 +45,9 @@ const START_TIMEOUT_MS = 15_000;
  * `Connection: close`.
  */
 const PRE_STOP_MAX_MS = 2000;
+const PRE_STOP_POLL_MS = 20;
 
-/** Children stay in this process's group (not detached): the demo kills the pod's group. */
+/** The app stays in this process's group (not detached): the demo kills the pod's group. */
 const inGroup: Spawner = (command, args) => spawn(command, [...args], { stdio: ['pipe', 'pipe', 'pipe'] });
 
 const FAIR_SHARE_FLAGS = {
@@ -87,38 +86,29 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), `evenlb-demo-${name}-`));
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
 
-  // The pod's children die with it whenever it goes, also while it is still starting: when the
+  // The app dies with the pod whenever it goes, also while it is still starting: when the
   // orchestrator goes (stdin ends), on a stop before `listening`, and on SIGTERM/SIGINT (a
   // network namespace's close signals the pod alone, not its group; a signal skips 'exit' hooks).
-  const children: DemoChild[] = [];
-  const killChildren = (): void => {
-    for (const child of children) child.kill('SIGKILL');
-  };
-  let onStop: (() => void) | undefined;
-  listenToParent((message) => {
-    if (message.type !== 'stop') return;
-    if (onStop !== undefined) return onStop();
-    killChildren();
-    process.exit(0);
-  }, killChildren);
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
-      killChildren();
-      process.exit(1);
-    });
-  }
-
   const app = new DemoChild(
     `${name} app`,
     process.execPath,
     [childScript('plain-app'), '--name', name, '--address', address, '--port', '0', DEMO_MARKER_FLAG, run],
     inGroup,
   );
-  children.push(app);
-  let requests = 0;
-  app.on((m) => {
-    if (m.type === 'stats') requests = Number(m.requests);
-  });
+  const killApp = (): void => app.kill('SIGKILL');
+  let onStop: (() => void) | undefined;
+  listenToParent((message) => {
+    if (message.type !== 'stop') return;
+    if (onStop !== undefined) return onStop();
+    killApp();
+    process.exit(0);
+  }, killApp);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      killApp();
+      process.exit(1);
+    });
+  }
   const appPort = Number((await app.next('listening', START_TIMEOUT_MS)).port);
 
   const fairShare: Record<string, unknown> = {};
@@ -128,7 +118,7 @@ async function main(): Promise<void> {
   }
   if (values['fair-share-load-metric'] !== undefined) fairShare.loadMetric = values['fair-share-load-metric'];
   const graceMs = Number(values['grace-ms']);
-  // JSON is YAML: the sidecar reads it as its short form (and this process stays small).
+  // JSON is YAML: read as the sidecar's short form, as `evenlb proxy --sidecar --config` reads it.
   const file = join(dir, 'sidecar.yaml');
   writeFileSync(
     file,
@@ -148,36 +138,52 @@ async function main(): Promise<void> {
       },
     }),
   );
-  const sidecar = new DemoChild(
-    `${name} sidecar`,
-    process.execPath,
-    [cliScript(), 'proxy', '--sidecar', '--config', file],
-    inGroup,
-  );
-  children.push(sidecar);
-  const { port, admin } = await sidecarStarted(sidecar);
+  // What `evenlb proxy --sidecar --config FILE` starts: the proxy, its app check gating /readyz.
+  const setup = loadSidecarConfigFile(file);
+  const logger = pino({ level: setup.config.logLevel }, destination(2));
+  const appHealth = new AppHealth(setup.app, setup.appCheck, systemClock, (state) => {
+    if (state.ready) logger.info({ app: setup.options.app }, 'app answers: ready');
+    else logger.warn({ app: setup.options.app, reason: state.reason }, 'app not answering: not ready');
+  });
+  appHealth.start();
+  const proxy = await ProxyServer.start(setup.config, { logger, readiness: appHealth });
+  const port = proxy.listenerPort(SIDECAR_LISTENER) as number;
+
+  // Requests as the sidecar forwarded them to the app; client connections as its listener counts them.
+  const forwarded = (): number => proxy.clusters.get(SIDECAR_CLUSTER)?.stats().endpoints[0]?.requests ?? 0;
+  const connections = proxy.metrics.registry.getSingleMetric(proxyMetricNames.downstreamConnections);
+  const opened = proxy.metrics.registry.getSingleMetric(proxyMetricNames.downstreamConnectionsOpened);
+  const listenerValue = async (metric: typeof connections): Promise<number> =>
+    (await metric?.get())?.values.find((v) => v.labels.listener === SIDECAR_LISTENER)?.value ?? 0;
 
   const warmUpCount = Number(values['warm-up-requests']);
   await warmUp(address, port, warmUpCount);
   await warmUpLoadExchange(address, loadPort, warmUpCount / 24);
+  // Warm-up requests are answered and left out: the count starts once the pod is ready.
+  const warmUpForwarded = forwarded();
+  const openedBefore = await listenerValue(opened);
 
-  // Client connections as the sidecar counts them (its /metrics), polled.
-  let openConnections = 0;
-  let connectionsTotal = 0;
-  let polling = true;
-  const poll = async (): Promise<void> => {
-    while (polling) {
-      const text = await metricsText(address, admin).catch(() => undefined);
-      if (text !== undefined) {
-        openConnections = gauge(text, 'evenlb_proxy_downstream_connections') ?? openConnections;
-        connectionsTotal = gauge(text, 'evenlb_proxy_downstream_connections_opened_total') ?? connectionsTotal;
-      }
-      await new Promise<void>((r) => systemClock.setTimeout(r, METRICS_INTERVAL_MS));
+  let last = '';
+  let reporting = false;
+  const report = async (force = false): Promise<void> => {
+    if (reporting && !force) return;
+    reporting = true;
+    try {
+      const stats = {
+        type: 'stats',
+        requests: forwarded() - warmUpForwarded,
+        openConnections: await listenerValue(connections),
+        connectionsTotal: (await listenerValue(opened)) - openedBefore,
+      };
+      const line = JSON.stringify(stats);
+      // An idle pod (a replacement not listed yet) sends nothing and wakes nobody.
+      if (line !== last || force) sendToParent(stats);
+      last = line;
+    } finally {
+      reporting = false;
     }
   };
-  void poll();
-  const report = (): void => sendToParent({ type: 'stats', requests, openConnections, connectionsTotal });
-  const timer = setInterval(report, STATS_INTERVAL_MS);
+  const timer = setInterval(() => void report(), STATS_INTERVAL_MS);
   timer.unref();
 
   let stopping = false;
@@ -185,86 +191,29 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     // The pod's termination, as the manifests run it: a preStop wait while the sidecar hands its
-    // clients over (until it holds no client connection, at most PRE_STOP_MAX_MS), then SIGTERM
-    // drains the sidecar (in-flight requests finish within the grace), then the app stops.
+    // clients over (until it holds no client connection, at most PRE_STOP_MAX_MS), then the
+    // sidecar drains (in-flight requests finish within the grace), then the app stops.
     const deadline = systemClock.now() + PRE_STOP_MAX_MS;
-    while (systemClock.now() < deadline) {
-      const text = await metricsText(address, admin).catch(() => undefined);
-      if (text !== undefined && gauge(text, 'evenlb_proxy_downstream_connections') === 0) break;
-      await new Promise<void>((r) => systemClock.setTimeout(r, 50));
+    while (systemClock.now() < deadline && (await listenerValue(connections)) > 0) {
+      await new Promise<void>((r) => systemClock.setTimeout(r, PRE_STOP_POLL_MS));
     }
-    sidecar.kill('SIGTERM');
-    await sidecar.waitExit(graceMs + 3000);
-    polling = false;
-    openConnections = 0;
+    clearInterval(timer);
+    await proxy.close();
+    await appHealth.close();
+    await report(true);
     app.kill('SIGTERM');
     await app.waitExit(3000);
-    report();
     sendToParent({ type: 'stopped' });
     setImmediate(() => process.exit(0));
   };
   onStop = () => void stop();
-  for (const child of [app, sidecar]) {
-    void child.exited.then(() => {
-      if (stopping) return;
-      sendToParent({ type: 'error', message: `${child.name} exited:\n${child.stderrTail}` });
-      process.exit(1);
-    });
-  }
+  void app.exited.then(() => {
+    if (stopping) return;
+    sendToParent({ type: 'error', message: `${app.name} exited:\n${app.stderrTail}` });
+    process.exit(1);
+  });
+  await report(true);
   sendToParent({ type: 'listening', address, port, pid: process.pid });
-}
-
-/** Waits for the sidecar's `proxy started` log line (pino JSON on stderr): its listener and admin ports. */
-function sidecarStarted(sidecar: DemoChild): Promise<{ port: number; admin: number }> {
-  return new Promise((resolve, reject) => {
-    let buffered = '';
-    const timer = systemClock.setTimeout(
-      () => reject(new Error(`${sidecar.name}: not started within ${START_TIMEOUT_MS} ms:\n${sidecar.stderrTail}`)),
-      START_TIMEOUT_MS,
-    );
-    const onData = (chunk: Buffer | string): void => {
-      buffered += String(chunk);
-      for (const line of buffered.split('\n')) {
-        if (!line.includes('"proxy started"')) continue;
-        try {
-          const entry = JSON.parse(line) as { listeners?: { name: string; port: number }[]; admin?: number };
-          const port = entry.listeners?.find((l) => l.name === 'sidecar')?.port;
-          if (port === undefined || entry.admin === undefined) continue;
-          timer.cancel();
-          sidecar.process.stderr?.off('data', onData);
-          resolve({ port, admin: entry.admin });
-          return;
-        } catch {
-          // A line cut in two: the rest comes with the next chunk.
-        }
-      }
-      buffered = buffered.slice(buffered.lastIndexOf('\n') + 1);
-    };
-    sidecar.process.stderr?.on('data', onData);
-    void sidecar.exited.then(() => {
-      timer.cancel();
-      reject(new Error(`${sidecar.name} exited before listening:\n${sidecar.stderrTail}`));
-    });
-  });
-}
-
-function metricsText(host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = get({ host, port, path: METRICS_PATH, agent: false, timeout: 2000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve(text));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error('metrics: no answer')));
-    req.on('error', reject);
-  });
-}
-
-function gauge(text: string, name: string): number | undefined {
-  const m = new RegExp(`^${name}\\{listener="sidecar"\\} ([0-9.e+]+)$`, 'm').exec(text);
-  return m === null ? undefined : Number(m[1]);
 }
 
 /**

@@ -100,6 +100,54 @@ function completed(id: string): CompletedPhase {
   return p;
 }
 
+interface SideRuns {
+  readonly ctrlC: ReturnType<typeof runDemoInterruptedWhenLive>;
+  readonly netfilter: ReturnType<typeof runBuiltCli>;
+  /** Undefined where network namespaces are not available (its test is skipped). */
+  readonly netfilterCtrlC: ReturnType<typeof runDemoInterruptedWhenLive> | undefined;
+}
+let side: SideRuns | undefined;
+
+/**
+ * The three runs after the main one — Ctrl-C on loopback, a short netfilter run, Ctrl-C inside a
+ * network namespace — start together, at the first of their tests (after the main run's own
+ * checks, so no other run's pod can take a port they look at): none of them measures a balance
+ * the others' load could move (conntrack pins the pinned phase's connections whatever the pace;
+ * each Ctrl-C run only needs its first live line), and each spends most of its time waiting on
+ * its children, so together they take about as long as the longest of them alone.
+ */
+function sideRuns(): SideRuns {
+  if (side !== undefined) return side;
+  const ctrlC = runDemoInterruptedWhenLive(
+    ['demo', '--duration', '20s', '--phases', 'pinned,client', '--progress', 'plain', '--output', join(dir, 'x.html')],
+    60_000,
+  );
+  /** The pinned phase through kube-proxy rules, for `duration`. */
+  const netfilterPinned = (duration: string): string[] => [
+    'demo',
+    '--dataplane',
+    'netfilter',
+    '--phases',
+    'pinned',
+    '--duration',
+    duration,
+  ];
+  const netfilter = runBuiltCli(
+    [...netfilterPinned('5s'), '--json', join(dir, 'netfilter.json'), '--output', join(dir, 'n.html')],
+    { timeoutMs: 90_000 },
+  );
+  const netfilterCtrlC = netnsSupport().ok
+    ? runDemoInterruptedWhenLive(
+        [...netfilterPinned('20s'), '--progress', 'plain', '--output', join(dir, 'y.html')],
+        60_000,
+      )
+    : undefined;
+  // A run that fails is reported by its own test; the others must not see it unhandled.
+  for (const run of [ctrlC, netfilter, netfilterCtrlC]) run?.catch(() => undefined);
+  side = { ctrlC, netfilter, netfilterCtrlC };
+  return side;
+}
+
 describe('evenlb demo', () => {
   it('exits 0 and prints a table per phase and a summary', () => {
     expect(run.code, run.stderr).toBe(0);
@@ -161,20 +209,7 @@ describe('evenlb demo', () => {
   }, 60_000);
 
   it('stops everything on Ctrl-C mid-run and exits 130', async () => {
-    const interrupted = await runDemoInterruptedWhenLive(
-      [
-        'demo',
-        '--duration',
-        '20s',
-        '--phases',
-        'pinned,client',
-        '--progress',
-        'plain',
-        '--output',
-        join(dir, 'x.html'),
-      ],
-      30_000,
-    );
+    const interrupted = await sideRuns().ctrlC;
     expect(interrupted.sigintSent).toBe(true);
     expect(interrupted.code, interrupted.stderr).toBe(130);
     const runId = /run ([0-9a-f]{8})/.exec(interrupted.stderr)?.[1];
@@ -186,22 +221,7 @@ describe('evenlb demo', () => {
   it('--dataplane netfilter: real kube-proxy rules when root, else says what is needed and exits 2', async () => {
     const support = netnsSupport();
     const json = join(dir, 'netfilter.json');
-    const r = await runBuiltCli(
-      [
-        'demo',
-        '--dataplane',
-        'netfilter',
-        '--phases',
-        'pinned',
-        '--duration',
-        '5s',
-        '--json',
-        json,
-        '--output',
-        join(dir, 'n.html'),
-      ],
-      { timeoutMs: 60_000 },
-    );
+    const r = await sideRuns().netfilter;
     const ours = (): string[] => netnsList().filter((n) => n.startsWith(`evenlb-${r.pid}-`));
     if (!support.ok) {
       expect(r.code).toBe(2);
@@ -221,22 +241,7 @@ describe('evenlb demo', () => {
   it('--dataplane netfilter: Ctrl-C removes the namespace and every process in it', async (ctx) => {
     const support = netnsSupport();
     if (!support.ok) ctx.skip(support.reason);
-    const r = await runDemoInterruptedWhenLive(
-      [
-        'demo',
-        '--dataplane',
-        'netfilter',
-        '--phases',
-        'pinned',
-        '--duration',
-        '20s',
-        '--progress',
-        'plain',
-        '--output',
-        join(dir, 'y.html'),
-      ],
-      30_000,
-    );
+    const r = await (sideRuns().netfilterCtrlC as NonNullable<SideRuns['netfilterCtrlC']>);
     expect(r.code, r.stderr).toBe(130);
     const runId = /run ([0-9a-f]{8})/.exec(r.stderr)?.[1] as string;
     expect(await eventually(() => demoProcesses(runId).length === 0, 5000)).toBe(true);

@@ -2,7 +2,7 @@
  * The `sidecar` phase's app is a plain server — the thing a user has before evenlb: the built
  * `dist/demo/plain-app.js` imports Node's own modules and nothing else (no evenlb code, no
  * dynamic import or require), and it serves: started as the demo starts it, it answers HTTP
- * requests with keep-alive. The phase itself runs in `sidecar-phase.test.ts`.
+ * requests with keep-alive, and reports its count when asked. The phase itself runs in `sidecar-phase.test.ts`.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -71,11 +71,9 @@ describe('the sidecar phase app', () => {
       expect(await get({})).toBe('pod-x\n');
       agent.destroy();
       expect(sockets.size).toBe(1);
-      // Stats lines written before the last request was counted may still be in the pipe: the
-      // count reaches 2 and never more (the warm-up request is not counted).
-      let stats = await next('stats');
-      while ((stats.requests as number) < 2) stats = await next('stats');
-      expect(stats.requests).toBe(2);
+      // Asked on stdin (a line), it reports its count: 2 — the warm-up request is not counted.
+      child.stdin.write('stats\n');
+      expect((await next('stats')).requests).toBe(2);
     } finally {
       child.kill('SIGTERM');
     }
