@@ -4,7 +4,7 @@
  * phase asked for must run to completion in order, the HTML report must draw every chart in
  * Chromium, and nothing may be left behind — after a normal run and after Ctrl-C mid-run.
  *
- * The run here takes the default phases but the last: the `sidecar` phase (thirty processes,
+ * The run here takes the default phases but the last: the `sidecar` phase (twenty processes,
  * the longest to start) runs three times over in `sidecar-phase.test.ts`, against its own goal;
  * its app's imports are checked in `plain-app.test.ts`; the default phase list itself in
  * `src/demo/phase-result.test.ts`.
