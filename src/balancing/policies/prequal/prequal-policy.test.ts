@@ -257,6 +257,33 @@ describe('prequal', () => {
     for (const n of late.values()) expect(n / 2000).toBeLessThan(0.3);
   });
 
+  it('fills its pool from the endpoints its requests go to, so reports steer picks before probes reach them all', () => {
+    // One probe per 100 picks: on probes alone the pool would hold one endpoint for the first
+    // 100 picks, too few to compare, and the picks would be least-request's on this balancer's
+    // own counts — a quarter to endpoint 3, which reports 40 in flight from other clients.
+    // Each endpoint a request goes to joins the pool while it has room; its response's report
+    // answers for it, so endpoint 3 is hot from its first report on.
+    const s = setup(4, { probesPerRequest: 0.01, maxProbeUses: 1000 });
+    const picks: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      s.prober.queued.splice(0);
+      const r = s.b.picker.pick();
+      if (r.type !== 'picked') throw new Error('no endpoint');
+      picks.push(r.endpoint.key);
+      const background = r.endpoint.key === s.keys[3] ? 40 : 0;
+      const started = r.load.start();
+      s.clock.setTimeout(() => {
+        r.load.report({ namedMetrics: { inflight: background + r.load.inFlight, latency_ms: 4 } });
+        r.load.end(started, true);
+      }, 4);
+      s.clock.advance(1);
+    }
+    expect(s.prober.sent).toBe(1);
+    const late = tally(picks.slice(20));
+    expect(late.get(s.keys[3]!) ?? 0).toBeLessThanOrEqual(2);
+    expect(late.size).toBe(3);
+  });
+
   it('avoids an endpoint that pushes back even when its answers look best', () => {
     const s = setup(4, { probesPerRequest: 0.5, maxProbeUses: 4 });
     const state = (i: number): [number, number] => (i === 0 ? [0, 1] : [1, 10]);
