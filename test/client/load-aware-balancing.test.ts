@@ -15,9 +15,9 @@
  * probes at most 5% of requests; reports on responses; prequal sends the slow pod less than
  * least-request does (whose blind in-flight counts give it more than its capacity share); and a
  * median p99 ratio of at most 1.5 — a guard against a broken policy, not a target. Printed, not
- * asserted: the p99 ratios (0.63–0.93 per pair while the fixture gets the CPU, the simulator's
+ * asserted: the p99 ratios (0.63–0.94 per pair while the fixture gets the CPU, the simulator's
  * 0.62 on this setup after warm-up; about 1 ± 0.3 when the machine starves every pod alike) and
- * the slow pod's share (10.5–11.3%: ranking cold pods by latency gives it less than its 14.3%
+ * the slow pod's share (8.5–12.9%: ranking cold pods by latency gives it less than its 14.3%
  * capacity share, as even an ideal lowest-expected-latency router does — 10.7%; see
  * docs/load-aware-policies.md "On real sockets").
  */
