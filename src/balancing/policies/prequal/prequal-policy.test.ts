@@ -69,6 +69,30 @@ function picksWithAnswers(
   return out;
 }
 
+/**
+ * Picks one per ms, probes never answered; each request ends 4 ms later with a load report of
+ * the server's in-flight — this balancer's requests there, plus 40 from others on endpoint
+ * `busy` — and, when given, `latencyMs` as `latency_ms`.
+ */
+function picksWithReports(s: ReturnType<typeof setup>, count: number, busy: number, latencyMs?: number): string[] {
+  const picks: string[] = [];
+  for (let i = 0; i < count; i++) {
+    s.prober.queued.splice(0);
+    const r = s.b.picker.pick();
+    if (r.type !== 'picked') throw new Error('no endpoint');
+    picks.push(r.endpoint.key);
+    const background = r.endpoint.key === s.keys[busy] ? 40 : 0;
+    const started = r.load.start();
+    s.clock.setTimeout(() => {
+      const inflight = background + r.load.inFlight;
+      r.load.report({ namedMetrics: latencyMs === undefined ? { inflight } : { inflight, latency_ms: latencyMs } });
+      r.load.end(started, true);
+    }, 4);
+    s.clock.advance(1);
+  }
+  return picks;
+}
+
 describe('prequal', () => {
   it('without a prober picks exactly as least-request from the same seed', () => {
     const run = (policy: string): string[] => {
@@ -237,24 +261,25 @@ describe('prequal', () => {
     // this balancer's requests there, plus 40 from others on endpoint 7. Once reports flow,
     // endpoint 7 is hot and gets (almost) nothing; the rest spreads over cold endpoints (the
     // ~4 requests this balancer has in flight at a time, one per endpoint).
-    const picks: string[] = [];
-    for (let i = 0; i < 4000; i++) {
-      s.prober.queued.splice(0);
-      const r = s.b.picker.pick();
-      if (r.type !== 'picked') throw new Error('no endpoint');
-      picks.push(r.endpoint.key);
-      const background = r.endpoint.key === s.keys[7] ? 40 : 0;
-      const started = r.load.start();
-      s.clock.setTimeout(() => {
-        r.load.report({ namedMetrics: { inflight: background + r.load.inFlight } });
-        r.load.end(started, true);
-      }, 4);
-      s.clock.advance(1);
-    }
+    const picks = picksWithReports(s, 4000, 7);
     const late = tally(picks.slice(2000));
     expect((late.get(s.keys[7]!) ?? 0) / 2000).toBeLessThan(0.03);
     expect(late.size).toBeGreaterThanOrEqual(4);
     for (const n of late.values()) expect(n / 2000).toBeLessThan(0.3);
+  });
+
+  it('fills its pool from the endpoints its requests go to, so reports steer picks before probes reach them all', () => {
+    // One probe per 100 picks: on probes alone the pool would hold one endpoint for the first
+    // 100 picks, too few to compare, and the picks would be least-request's on this balancer's
+    // own counts — a quarter to endpoint 3, which reports 40 in flight from other clients.
+    // Each endpoint a request goes to joins the pool while it has room; its response's report
+    // answers for it, so endpoint 3 is hot from its first report on.
+    const s = setup(4, { probesPerRequest: 0.01, maxProbeUses: 1000 });
+    const picks = picksWithReports(s, 100, 3, 4);
+    expect(s.prober.sent).toBe(1);
+    const late = tally(picks.slice(20));
+    expect(late.get(s.keys[3]!) ?? 0).toBeLessThanOrEqual(2);
+    expect(late.size).toBe(3);
   });
 
   it('avoids an endpoint that pushes back even when its answers look best', () => {

@@ -10,15 +10,18 @@
  * Probing runs on a budget: each pick earns `probesPerRequest` of a probe, and each whole one
  * is sent (`PolicyEnv.prober.probe`, which only queues it) to a uniformly random endpoint,
  * which joins the pool. Load reports carrying `named_metrics.inflight` on responses refresh an
- * endpoint's answer for free. When the pool has no usable answer (none yet, all too old or
+ * endpoint's answer for free; while the pool has room, the endpoint a request goes to joins it
+ * too, so its response's report answers for it — at the probe rate alone (one in 25 picks) a
+ * balancer would take a hundred or more picks to hold the few endpoints it compares, and pick
+ * as least-request on its own blind counts meanwhile. When the pool has no usable answer (none yet, all too old or
  * used up) the pick falls back to `least-request` on this balancer's own in-flight counts;
  * without a prober it is exactly `least-request`.
  *
  * The pick reads no clock (answer ages count from the newest answer seen) and allocates
  * nothing; it is O(poolSize).
  *
- * Simplified from the paper: the pool is filled by probes only (no probes on idle), one
- * answer per endpoint; the pick compares the whole pool (d = pool size); removal happens when a
+ * Simplified from the paper: the pool is filled by probes and, while it has room, by the
+ * endpoints requests go to (no probes on idle), one answer per endpoint; the pick compares the whole pool (d = pool size); removal happens when a
  * newcomer needs a slot (empty, then spent, then oldest and worst in turn) rather than at a
  * separate removal rate; the reuse budget `maxProbeUses` defaults to the paper's formula with
  * δ = 1 and no removal rate, 2 / r, r being the answers the pool actually takes per pick —
@@ -110,6 +113,7 @@ class PrequalBuilder implements PickerBuilder {
     const pool = this.#pool;
     const results: readonly Picked[] = endpoints.map((t) => t.result);
     const keys = endpoints.map((t) => t.endpoint.key);
+    const positions = new Map<Picked, number>(results.map((r, i) => [r, i]));
     const rate = this.#options.probesPerRequest;
     const spread = n > this.#options.poolSize;
     const credit = this.#credit;
@@ -126,7 +130,15 @@ class PrequalBuilder implements PickerBuilder {
         prober.probe(target);
       }
       const p = pool.select();
-      return p < 0 ? fallback(context) : results[p]!;
+      if (p >= 0) return results[p]!;
+      const picked = fallback(context);
+      // While the pool has room, the endpoint a request goes to joins it: the response's load
+      // report answers for it as a probe would.
+      if (pool.filling) {
+        const q = positions.get(picked);
+        if (q !== undefined) pool.admit(q, keys[q]!, endpoints[q]!.load.index);
+      }
+      return picked;
     };
   }
 }

@@ -27,7 +27,8 @@
  * `#latestMs`): after a long pause, the first picks may use answers from before it, at most
  * the reuse budget's times each, until fresh answers arrive and expire them.
  *
- * A probed endpoint not in the pool takes an empty or spent slot (answer expired and not
+ * A probed endpoint not in the pool (or, while a slot is empty, one a request went to: its
+ * response's report answers for it) takes an empty or spent slot (answer expired and not
  * refreshed, or used up), else — alternately — the oldest or the worst slot (the hottest, or
  * when none is hot the slowest), as the paper removes. Everything is typed arrays sized once;
  * `select` and `admit` allocate nothing.
@@ -109,6 +110,8 @@ export class ProbePool {
   readonly #latestMs = new Float64Array([Number.NEGATIVE_INFINITY]);
   readonly #quantile: RifQuantile;
   #evictWorst = false;
+  /** Slots holding no endpoint. */
+  #empty: number;
   /** `ReportedLoad.changes` when the slots were last refreshed (-1: never). */
   #seenChanges = -1;
   /** The reuse budget in force. */
@@ -134,6 +137,7 @@ export class ProbePool {
     this.#ownAtAnswer = new Int32Array(m);
     this.#filledMs = new Float64Array(m);
     this.#quantile = new RifQuantile(options.coldQuantile);
+    this.#empty = m;
   }
 
   /** Picks one answer may serve now (fixed, or following the answer rate). */
@@ -176,6 +180,11 @@ export class ProbePool {
     return tracker !== undefined;
   }
 
+  /** True while a slot is empty and some listed endpoint is not in the pool (it is still filling). */
+  get filling(): boolean {
+    return this.#empty > 0 && this.#pos.length - this.#empty < this.#slotOf.length;
+  }
+
   /** True when position `p` holds a slot. */
   has(p: number): boolean {
     return this.#slotOf[p] !== 0;
@@ -191,6 +200,7 @@ export class ProbePool {
     const s = this.#victim(nowMs);
     const old = this.#pos[s] as number;
     if (old >= 0) this.#slotOf[old] = 0;
+    else this.#empty--;
     this.#keys[s] = key;
     this.#pos[s] = p;
     this.#record[s] = record;
@@ -346,6 +356,7 @@ export class ProbePool {
   }
 
   #clear(s: number): void {
+    if ((this.#pos[s] as number) >= 0) this.#empty++;
     this.#keys[s] = undefined;
     this.#pos[s] = -1;
     this.#stamp[s] = Number.NEGATIVE_INFINITY;
