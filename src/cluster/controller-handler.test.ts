@@ -76,6 +76,26 @@ describe('controllerHandler', () => {
     expect(log).toEqual(['pause', 'resume', 'abort stop']);
   });
 
+  test("the connection's raw header and trailer lists reach a callback-style handler as they are", () => {
+    const seen: unknown[] = [];
+    const legacy = {
+      onConnect() {},
+      onHeaders: (_status: number, raw: Buffer[]) => seen.push(raw) > 0,
+      onData: () => true,
+      onComplete: (trailers: Buffer[] | null) => seen.push(trailers),
+      onError() {},
+    } as unknown as Dispatcher.DispatchHandler;
+    const rawHeaders = [Buffer.from('Set-Cookie'), Buffer.from('a=1'), Buffer.from('Set-Cookie'), Buffer.from('b=2')];
+    const rawTrailers = [Buffer.from('X-Sum'), Buffer.from('1')];
+    const c = { ...targetController([]), rawHeaders, rawTrailers };
+    const h = controllerHandler(legacy);
+    h.onRequestStart?.(c, {});
+    h.onResponseStart?.(c, 200, { 'set-cookie': ['a=1', 'b=2'] }, 'OK');
+    h.onResponseEnd?.(c, { 'x-sum': '1' });
+    expect(seen).toEqual([rawHeaders, rawTrailers]);
+    expect(seen[0]).toBe(rawHeaders);
+  });
+
   test('a controller-style handler passes as it is, with or without onRequestStart', () => {
     const full: Dispatcher.DispatchHandler = { onRequestStart() {}, onResponseError() {} };
     const errorOnly: Dispatcher.DispatchHandler = { onResponseError() {} };
