@@ -112,7 +112,10 @@ export function forEndpoint(
 ): Dispatcher.DispatchOptions {
   const own = opts.headers;
   const headers = own === undefined || own === null ? (service.hostOnly as string[]) : withHost(own, service.authority);
-  const sent = { ...opts, headers };
+  // A plain copy, then the fields set: V8 copies `{ ...opts }` on a fast path that
+  // `{ ...opts, headers }` misses (several times slower per request).
+  const sent = { ...opts };
+  sent.headers = headers;
   if ((opts as { servername?: string }).servername === undefined) {
     const name = servername ?? (headers === own ? undefined : service.serverName);
     if (name !== undefined) (sent as { servername?: string }).servername = name;
