@@ -117,9 +117,8 @@ export class EndpointPool {
   /** Connections with spare capacity, most recently released last. */
   readonly #available: PooledConnection[] = [];
   readonly #queue: PoolRequest[] = [];
-  /** The lifetime policy has a time limit (idle or age): only then are times read per request. */
+  /** The lifetime policy has an idle or age limit / any limit: only then are times read / is it asked, per request. */
   readonly #timed: boolean;
-  /** The lifetime policy limits connections at all (requests, idle or age). */
   readonly #limited: boolean;
   #active = 0;
   #draining = false;
@@ -241,12 +240,12 @@ export class EndpointPool {
     const list = this.#available;
     while (list.length > 0) {
       const conn = list[list.length - 1] as PooledConnection;
-      if (this.#limited) {
-        const verdict = this.#lifetime.canCarryAnother(conn, this.#timed ? this.#clock.now() : 0);
-        if (verdict.type === 'retire') {
-          this.#retire(conn, verdict.reason);
-          continue;
-        }
+      const verdict = this.#limited
+        ? this.#lifetime.canCarryAnother(conn, this.#timed ? this.#clock.now() : 0)
+        : undefined;
+      if (verdict?.type === 'retire') {
+        this.#retire(conn, verdict.reason);
+        continue;
       }
       if (conn.inFlight + 1 >= conn.capacity) this.#removeAvailable(conn);
       return conn;
