@@ -1,7 +1,8 @@
 /**
  * A caller's handler of either undici style becomes a controller-style handler: a
- * callback-style one through undici's own wrapper (reached through `compose()`), a
- * controller-style one as it is — with or without `onRequestStart`. `failHandler` reaches both.
+ * callback-style one through an adapter that hands it the connection's raw header and trailer
+ * lists, a controller-style one as it is — with or without `onRequestStart`. `failHandler`
+ * reaches both.
  */
 import type { Dispatcher } from 'undici';
 import { describe, expect, test } from 'vitest';
