@@ -176,7 +176,7 @@ export class Cluster {
   /**
    * Sends one request. `opts` are undici dispatch options (`origin` names the Service as the
    * caller addressed it); `handler` may use either undici handler style (the cluster runs the
-   * controller style; a callback-style handler is adapted by undici's own wrapper). Always
+   * controller style; a callback-style handler is adapted, see `controller-handler.ts`). Always
    * returns true: the cluster queues rather than pushing back.
    *
    * @example

@@ -1,7 +1,8 @@
 /**
  * A caller's handler of either undici style becomes a controller-style handler: a
- * callback-style one through undici's own wrapper (reached through `compose()`), a
- * controller-style one as it is — with or without `onRequestStart`. `failHandler` reaches both.
+ * callback-style one through an adapter that hands it the connection's raw header and trailer
+ * lists, a controller-style one as it is — with or without `onRequestStart`. `failHandler`
+ * reaches both.
  */
 import type { Dispatcher } from 'undici';
 import { describe, expect, test } from 'vitest';
@@ -74,6 +75,26 @@ describe('controllerHandler', () => {
       'error late',
     ]);
     expect(log).toEqual(['pause', 'resume', 'abort stop']);
+  });
+
+  test("the connection's raw header and trailer lists reach a callback-style handler as they are", () => {
+    const seen: unknown[] = [];
+    const legacy = {
+      onConnect() {},
+      onHeaders: (_status: number, raw: Buffer[]) => seen.push(raw) > 0,
+      onData: () => true,
+      onComplete: (trailers: Buffer[] | null) => seen.push(trailers),
+      onError() {},
+    } as unknown as Dispatcher.DispatchHandler;
+    const rawHeaders = [Buffer.from('Set-Cookie'), Buffer.from('a=1'), Buffer.from('Set-Cookie'), Buffer.from('b=2')];
+    const rawTrailers = [Buffer.from('X-Sum'), Buffer.from('1')];
+    const c = { ...targetController([]), rawHeaders, rawTrailers };
+    const h = controllerHandler(legacy);
+    h.onRequestStart?.(c, {});
+    h.onResponseStart?.(c, 200, { 'set-cookie': ['a=1', 'b=2'] }, 'OK');
+    h.onResponseEnd?.(c, { 'x-sum': '1' });
+    expect(seen).toEqual([rawHeaders, rawTrailers]);
+    expect(seen[0]).toBe(rawHeaders);
   });
 
   test('a controller-style handler passes as it is, with or without onRequestStart', () => {

@@ -4,6 +4,7 @@
  * `host` header (the caller's own one is kept) without mutating the caller's headers, and
  * `ServiceAuthority` gives the `Host` a request to an endpoint keeps: the Service's.
  */
+import { isIP } from 'node:net';
 import type { Dispatcher } from 'undici';
 
 type Headers = Dispatcher.DispatchOptions['headers'];
@@ -61,18 +62,63 @@ export function findHost(headers: Headers): string | undefined {
 }
 
 /**
+ * The Service authority a request to an endpoint carries as `Host`, with what follows from it,
+ * worked out once per authority rather than per request.
+ */
+export interface ServiceHost {
+  /** The `Host` value (`svc.ns.svc:443`). */
+  readonly authority: string;
+  /** `['host', authority]`: the headers of a request that came without any (shared; never mutated). */
+  readonly hostOnly: readonly string[];
+  /**
+   * The TLS server name undici derives from this `Host` (its host name), or undefined for an IP
+   * address (which names no server). Handing it over spares undici that check on every request.
+   */
+  readonly serverName: string | undefined;
+}
+
+/** The host name of `host:port` (IPv6 in brackets), as undici reads it; undefined for an IP address. */
+function serverNameOf(authority: string): string | undefined {
+  if (authority.startsWith('[')) return undefined;
+  const colon = authority.indexOf(':');
+  const name = colon < 0 ? authority : authority.slice(0, colon);
+  return name === '' || isIP(name) !== 0 ? undefined : name;
+}
+
+/**
+ * A `ServiceHost` for `authority`.
+ *
+ * @example
+ * serviceHost('svc.ns.svc:443') // → { authority: 'svc.ns.svc:443', hostOnly: ['host', 'svc.ns.svc:443'], serverName: 'svc.ns.svc' }
+ */
+export function serviceHost(authority: string): ServiceHost {
+  return Object.freeze({
+    authority,
+    hostOnly: Object.freeze(['host', authority]),
+    serverName: serverNameOf(authority),
+  });
+}
+
+/**
  * The dispatch options a request is sent to an endpoint with: `host` kept as the Service's
  * authority (never the endpoint IP) and, for TLS, the configured server name unless the
- * caller set one. The caller's options are not mutated.
+ * caller set one; when the request gets the Service's `Host`, also the server name undici would
+ * derive from it. The caller's options are not mutated.
  */
 export function forEndpoint(
   opts: Dispatcher.DispatchOptions,
-  authority: string,
+  service: ServiceHost,
   servername: string | undefined,
 ): Dispatcher.DispatchOptions {
-  const sent = { ...opts, headers: withHost(opts.headers, authority) };
-  if (servername !== undefined && (opts as { servername?: string }).servername === undefined) {
-    (sent as { servername?: string }).servername = servername;
+  const own = opts.headers;
+  const headers = own === undefined || own === null ? (service.hostOnly as string[]) : withHost(own, service.authority);
+  // A plain copy, then the fields set: V8 copies `{ ...opts }` on a fast path that
+  // `{ ...opts, headers }` misses (several times slower per request).
+  const sent = { ...opts };
+  sent.headers = headers;
+  if ((opts as { servername?: string }).servername === undefined) {
+    const name = servername ?? (headers === own ? undefined : service.serverName);
+    if (name !== undefined) (sent as { servername?: string }).servername = name;
   }
   return sent;
 }
@@ -92,23 +138,24 @@ export function isHttpsOrigin(origin: Origin): boolean {
  * requests nearly always share one).
  *
  * @example
- * new ServiceAuthority(undefined, 'svc:80').of('http://web.prod.svc:8080') // 'web.prod.svc:8080'
+ * new ServiceAuthority(undefined, 'svc:80').of('http://web.prod.svc:8080').authority // 'web.prod.svc:8080'
  */
 export class ServiceAuthority {
-  readonly #configured: string | undefined;
+  readonly #configured: ServiceHost | undefined;
   readonly #fallback: string;
   #lastOrigin: unknown;
-  #last = '';
+  #last: ServiceHost | undefined;
 
   constructor(configured: string | undefined, fallback: string) {
-    this.#configured = configured;
+    this.#configured = configured === undefined ? undefined : serviceHost(configured);
     this.#fallback = fallback;
   }
 
-  of(origin: Origin): string {
-    if (origin !== this.#lastOrigin) {
+  of(origin: Origin): ServiceHost {
+    if (this.#configured !== undefined) return this.#configured;
+    if (this.#last === undefined || origin !== this.#lastOrigin) {
       this.#lastOrigin = origin;
-      this.#last = this.#configured ?? (origin === undefined ? this.#fallback : new URL(origin).host);
+      this.#last = serviceHost(origin === undefined ? this.#fallback : new URL(origin).host);
     }
     return this.#last;
   }

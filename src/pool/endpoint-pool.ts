@@ -75,6 +75,7 @@ export class PooledConnection implements ConnectionLife {
   maxAgeMs: number | undefined;
   requests = 0;
   inFlight = 0;
+  /** When the last request ended (kept only while the lifetime policy has a time limit: nothing else reads it). */
   idleSinceMs: number;
   /** Requests this connection may carry at once: 1 for HTTP/1.1, more once HTTP/2 is seen. */
   capacity = 1;
@@ -116,7 +117,9 @@ export class EndpointPool {
   /** Connections with spare capacity, most recently released last. */
   readonly #available: PooledConnection[] = [];
   readonly #queue: PoolRequest[] = [];
+  /** The lifetime policy has an idle or age limit / any limit: only then are times read / is it asked, per request. */
   readonly #timed: boolean;
+  readonly #limited: boolean;
   #active = 0;
   #draining = false;
   /** `close()` was called: new requests are refused, queued ones still run. */
@@ -134,6 +137,7 @@ export class EndpointPool {
     this.#clock = options.clock;
     const l = options.lifetime.options;
     this.#timed = l.idleTimeoutMs !== undefined || l.maxConnectionAgeMs !== undefined;
+    this.#limited = this.#timed || l.maxRequestsPerConnection !== undefined;
   }
 
   /** True once `drain()`, `close()` or `destroy()` was called: no new request is accepted. */
@@ -170,7 +174,7 @@ export class EndpointPool {
   /** A request on `conn` ended. */
   release(conn: PooledConnection, reusable: boolean): void {
     conn.inFlight--;
-    if (conn.inFlight === 0) conn.idleSinceMs = this.#clock.now();
+    if (conn.inFlight === 0 && this.#timed) conn.idleSinceMs = this.#clock.now();
     if (!reusable && !conn.retiring) this.#retire(conn, 'error');
     if (conn.retiring) {
       if (conn.inFlight === 0) {
@@ -236,8 +240,10 @@ export class EndpointPool {
     const list = this.#available;
     while (list.length > 0) {
       const conn = list[list.length - 1] as PooledConnection;
-      const verdict = this.#lifetime.canCarryAnother(conn, this.#clock.now());
-      if (verdict.type === 'retire') {
+      const verdict = this.#limited
+        ? this.#lifetime.canCarryAnother(conn, this.#timed ? this.#clock.now() : 0)
+        : undefined;
+      if (verdict?.type === 'retire') {
         this.#retire(conn, verdict.reason);
         continue;
       }

@@ -2,11 +2,20 @@
  * Every way Node code sends HTTP reaches the balancer: `undici.request`, `undici.fetch`, Node's
  * global `fetch` after `setGlobalDispatcher`, a `compose()`d dispatcher (new-style handlers),
  * and `node:http`/`node:https` through `createHttpAgent`. Requests spread over the pods, keep
- * the Service name as Host, and the caller's options and headers are not mutated.
+ * the Service name as Host, and the caller's options and headers are not mutated. A caller with
+ * a callback-style handler gets the raw header and trailer lists a plain undici `Client` gives it.
  */
 import http from 'node:http';
 import https from 'node:https';
-import { type Dispatcher, getGlobalDispatcher, request, setGlobalDispatcher, fetch as undiciFetch } from 'undici';
+import type { AddressInfo } from 'node:net';
+import {
+  Client,
+  type Dispatcher,
+  getGlobalDispatcher,
+  request,
+  setGlobalDispatcher,
+  fetch as undiciFetch,
+} from 'undici';
 import { afterEach, describe, expect, test } from 'vitest';
 import { BalancedAgent, createHttpAgent, StaticEndpointSource } from '../../src/index.js';
 import { type Pod, startPods, stopPods, waitFor } from '../support/loopback-pods.js';
@@ -94,6 +103,56 @@ describe('caller compatibility', () => {
         .every((r) => r.body === 'x'),
     ).toBe(true);
     for (const r of pods.flatMap((p) => p.log)) expect(r.host).toBe(HOST);
+  });
+
+  test('a callback-style handler gets the raw headers and trailers a plain undici Client gives it', async () => {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      res.setHeader('Set-Cookie', ['a=1', 'b=2']);
+      res.setHeader('X-Mixed-Case', 'Yes');
+      res.setHeader('Trailer', 'X-Checksum');
+      res.write('body');
+      res.addTrailers({ 'X-Checksum': 'abc' });
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const client = new Client(`http://127.0.0.1:${port}`);
+    agent = new BalancedAgent({
+      routes: { [`${HOST}:80`]: new StaticEndpointSource([{ address: '127.0.0.1', port }]) },
+    });
+    /** What a callback-style handler is handed, as text, without the `Date` header (it moves). */
+    const raw = (dispatcher: Dispatcher, origin: string) =>
+      new Promise<{ headers: string[]; trailers: string[] }>((resolve, reject) => {
+        const seen = { headers: [] as string[], trailers: [] as string[] };
+        dispatcher.dispatch({ origin, path: '/', method: 'GET' }, {
+          onConnect() {},
+          onHeaders(_status: number, headers: Buffer[]) {
+            for (let i = 0; i < headers.length; i += 2) {
+              const name = String(headers[i]);
+              if (name.toLowerCase() !== 'date') seen.headers.push(name, String(headers[i + 1]));
+            }
+            return true;
+          },
+          onData: () => true,
+          onComplete(trailers: Buffer[] | null) {
+            seen.trailers = (trailers ?? []).map(String);
+            resolve(seen);
+          },
+          onError: reject,
+        } as unknown as Dispatcher.DispatchHandler);
+      });
+    try {
+      const direct = await raw(client, `http://127.0.0.1:${port}`);
+      const balanced = await raw(agent, `http://${HOST}`);
+      expect(direct.headers.slice(0, 6)).toEqual(['Set-Cookie', 'a=1', 'Set-Cookie', 'b=2', 'X-Mixed-Case', 'Yes']);
+      expect(balanced).toEqual(direct);
+      expect(balanced.trailers).toEqual(['X-Checksum', 'abc']);
+    } finally {
+      await client.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   test('a compose()d dispatcher hands new-style handlers; they are balanced too', async () => {
