@@ -72,9 +72,9 @@ function tokens(pointer: string): string[] {
  */
 function withComponent(objects: readonly Obj[], component: string): Obj[] {
   const out = objects.map((o) => structuredClone(o));
-  const [kustomization] = load(`${component}/kustomization.yaml`);
-  expect(kustomization?.kind).toBe('Component');
-  for (const { target, patch } of kustomization?.patches as { target: Obj; patch: string }[]) {
+  const kustomization = load(`${component}/kustomization.yaml`)[0] as Obj;
+  expect(kustomization.kind).toBe('Component');
+  for (const { target, patch } of kustomization.patches as { target: Obj; patch: string }[]) {
     const object = out.find((o) => o.kind === target.kind && o.metadata.name === target.name);
     expect(object, `${target.kind}/${target.name}`).toBeDefined();
     for (const op of parseYaml(patch) as { op: string; path: string; value: unknown }[]) {
