@@ -7,12 +7,11 @@
  * a missing `--listen`, `--app` or `--peers`, half a certificate pair.
  */
 import type { Command } from 'commander';
-import { destination, type Logger, pino } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import type { ProxyConfig } from '../proxy/config/config-schema.js';
 import type { ProxyOptions } from '../proxy/proxy-server.js';
-import { AppHealth } from '../proxy/sidecar/app-health.js';
+import type { AppHealth } from '../proxy/sidecar/app-health.js';
 import {
   loadSidecarConfigFile,
   parseAppAddress,
@@ -21,6 +20,7 @@ import {
   type SidecarSetup,
   sidecarSetup,
 } from '../proxy/sidecar/sidecar-config.js';
+import { startSidecarRuntime } from '../proxy/sidecar/sidecar-runtime.js';
 import type { SidecarFlags } from './proxy-sidecar-flags.js';
 
 /** Flags only the sidecar takes, and the option each sets (for messages naming the flag). */
@@ -217,11 +217,6 @@ export function sidecarFromCli(flags: SidecarFlags, command: Command): SidecarCl
     if (err instanceof EvenlbError && flags.config === undefined) throw asFlagError(err);
     throw err;
   }
-  const logger: Logger = pino({ level: setup.config.logLevel }, destination(2));
-  const appHealth = new AppHealth(setup.app, setup.appCheck, systemClock, (state) => {
-    if (state.ready) logger.info({ app: setup.options.app }, 'app answers: ready');
-    else logger.warn({ app: setup.options.app, reason: state.reason }, 'app not answering: not ready');
-  });
-  appHealth.start();
-  return { config: setup.config, proxyOptions: { logger, readiness: appHealth }, load, appHealth };
+  const { proxyOptions, appHealth } = startSidecarRuntime(setup, systemClock);
+  return { config: setup.config, proxyOptions, load, appHealth };
 }

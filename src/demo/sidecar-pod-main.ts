@@ -24,12 +24,11 @@ import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { destination, pino } from 'pino';
 import { systemClock } from '../core/clock.js';
 import { proxyMetricNames } from '../metrics/proxy-metrics.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
-import { AppHealth } from '../proxy/sidecar/app-health.js';
 import { loadSidecarConfigFile, SIDECAR_CLUSTER, SIDECAR_LISTENER } from '../proxy/sidecar/sidecar-config.js';
+import { startSidecarRuntime } from '../proxy/sidecar/sidecar-runtime.js';
 import { listenToParent, sendToParent } from './child-channel.js';
 import { childScript } from './child-scripts.js';
 import { DemoChild, type Spawner } from './demo-child.js';
@@ -140,13 +139,8 @@ async function main(): Promise<void> {
   );
   // What `evenlb proxy --sidecar --config FILE` starts: the proxy, its app check gating /readyz.
   const setup = loadSidecarConfigFile(file);
-  const logger = pino({ level: setup.config.logLevel }, destination(2));
-  const appHealth = new AppHealth(setup.app, setup.appCheck, systemClock, (state) => {
-    if (state.ready) logger.info({ app: setup.options.app }, 'app answers: ready');
-    else logger.warn({ app: setup.options.app, reason: state.reason }, 'app not answering: not ready');
-  });
-  appHealth.start();
-  const proxy = await ProxyServer.start(setup.config, { logger, readiness: appHealth });
+  const { appHealth, proxyOptions } = startSidecarRuntime(setup, systemClock);
+  const proxy = await ProxyServer.start(setup.config, proxyOptions);
   const port = proxy.listenerPort(SIDECAR_LISTENER) as number;
 
   // Requests as the sidecar forwarded them to the app; client connections as its listener counts them.
