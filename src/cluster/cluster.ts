@@ -38,9 +38,10 @@ import { Shutdown } from '../core/shutdown.js';
 import { createEndpointSource } from '../discovery/create-endpoint-source.js';
 import type { DiscoverySnapshot, EndpointSource } from '../discovery/endpoint-source.js';
 import { departedEndpoints, eligibleKeys } from '../pool/departed-endpoints.js';
-import { type AttemptHost, attemptOn, firstAttempt } from './attempt-chain.js';
+import type { AttemptHost } from './attempt-chain.js';
 import { ClusterDispatcher } from './cluster-dispatcher.js';
 import { closedError, noEndpointError, pendingError } from './cluster-errors.js';
+import { clusterHooks } from './cluster-hooks.js';
 import { type ClusterInternals, exposeClusterInternals } from './cluster-internals.js';
 import { ClusterLedger } from './cluster-ledger.js';
 import {
@@ -58,7 +59,6 @@ import type { HttpLoadProber } from './http-load-prober.js';
 import { forEndpoint, isHttpsOrigin, ServiceAuthority } from './request-headers.js';
 import { RetryPolicy, type RetryReason } from './retry-policy.js';
 import { RoutedRequest, type RoutedRequestHost } from './routed-request.js';
-import { pickUsable } from './usable-pick.js';
 
 export class Cluster {
   readonly name: string;
@@ -128,7 +128,6 @@ export class Cluster {
     this.mode = gates.enabled('RoundTripLoadBalancing') ? 'round-trip' : 'legacy';
     this.#prober = clusterProber(o, this.#clock, (key) => this.#eligible.has(key) && !this.#closed);
     this.#balancer = new Balancer({ ...balancerOptions(o, this.#clock, random), prober: this.#prober });
-    this.#internals = this.#makeInternals();
     if (o.outlierDetection !== false) {
       const balancer = this.#balancer;
       this.#outlier = new OutlierDetector(o.outlierDetection, {
@@ -169,6 +168,19 @@ export class Cluster {
       this.source = o.target;
       this.#ownsSource = false;
     }
+    this.#internals = clusterHooks({
+      name: this.name,
+      source: this.source,
+      balancer: this.#balancer,
+      ledger,
+      attempts: this.#attempts,
+      pick: this.#pick,
+      usableFrom: this.#usableFrom,
+      eligibleListeners: this.#eligibleListeners,
+      closed: () => this.#closed,
+      pending: () => (this.#discovery.pending ? this.#pendingError() : undefined),
+      pickForConnection: (exclude, hash) => this.#pickForConnection(exclude, hash),
+    });
     this.#unsubscribe = this.source.subscribe((s) => this.#onSnapshot(s));
     this.#onSnapshot(this.source.snapshot());
   }
@@ -206,39 +218,7 @@ export class Cluster {
   }
   #dispatcher: Dispatcher | undefined;
 
-  // ---- For evenlb's transports that manage their own connections (see `cluster-internals.ts`) ----
-
-  #makeInternals(): ClusterInternals {
-    return {
-      balancer: this.#balancer,
-      readsReports: this.#balancer.policy.loadSignals?.includes('reports') ?? false,
-      acquire: (exclude, hash) => {
-        this.#ledger.requests++;
-        return firstAttempt(this.#attempts, exclude, undefined, hash);
-      },
-      acquireUsable: (usable, hash) => {
-        if (this.#closed) return closedError(this.name);
-        if (this.#discovery.pending) return this.#pendingError();
-        const ctx = hash === undefined ? this.#pick : { hash };
-        const picked = pickUsable(this.#balancer.picker, ctx, usable, this.#usableFrom);
-        if (picked === undefined) return undefined;
-        if ('type' in picked) return noEndpointError(this.name, this.source, picked.reason);
-        this.#ledger.requests++;
-        return attemptOn(this.#attempts, picked, undefined, hash);
-      },
-      track: (endpoint) => {
-        this.#ledger.requests++;
-        return attemptOn(this.#attempts, endpoint);
-      },
-      pickForConnection: (exclude, hash) => this.#pickForConnection(exclude, hash),
-      noteConnection: (key, change, reason) => this.#ledger.noteConnection(key, change, reason ?? 'peer', true),
-      adoptConnection: (key) => this.#ledger.noteConnection(key, 'opened', 'peer', false),
-      onEligibleChange: (listener) => {
-        this.#eligibleListeners.add(listener);
-        return () => this.#eligibleListeners.delete(listener);
-      },
-    };
-  }
+  // ---- For evenlb's transports that manage their own connections (the hooks: `cluster-hooks.ts`) ----
 
   #elsewhere(key: string | undefined): boolean {
     return this.#balancer.picker.endpoints.some((t) => t.endpoint.key !== key);

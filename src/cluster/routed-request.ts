@@ -17,7 +17,7 @@ import type { Dispatcher } from 'undici';
 import { LOAD_REPORT_HEADER } from '../balancing/load-report.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
-import type { PooledConnection, PoolRequest } from '../pool/endpoint-pool.js';
+import type { PooledConnection, PoolRequest } from '../pool/pooled-connection.js';
 import type { RequestOutcome } from './cluster-options.js';
 import { type AttemptResponse, headerValue } from './load-feedback.js';
 import { RequestController } from './request-controller.js';

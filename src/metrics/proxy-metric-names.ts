@@ -23,5 +23,7 @@ export const proxyMetricNames = Object.freeze({
   downstreamConnectionsOpened: 'evenlb_proxy_downstream_connections_opened_total',
   downstreamClosed: 'evenlb_proxy_downstream_closed_total',
   rejected: 'evenlb_proxy_rejected_requests_total',
+  loadReports: 'evenlb_proxy_load_reports_total',
+  loadProbes: 'evenlb_proxy_load_probes_answered_total',
   configReloads: 'evenlb_proxy_config_reloads_total',
 });

@@ -43,6 +43,20 @@ interface Sample {
 
 const CODE_CLASSES = ['aborted', '1xx', '2xx', '3xx', '4xx', '5xx'];
 
+/**
+ * A load-reporting listener's counts (`listeners[].loadReport`): plain numbers its data path adds
+ * to, bound once per listener (`ProxyMetrics.loadReportCounts`), exposed at scrape — no label
+ * lookup or allocation per request.
+ */
+export interface LoadReportCounts {
+  /** Responses to which the listener added its own `endpoint-load-metrics` report. */
+  attached: number;
+  /** Responses that already carried the app's own report, passed through unchanged. */
+  passed: number;
+  /** Reads of the listener's load document (load probes; with fair share, its peers' reads too). */
+  probes: number;
+}
+
 /** One endpoint as the proxy serves it: the cluster's `EndpointStats` and what the proxy measures. */
 export interface ProxyEndpointStats extends EndpointStats {
   /**
@@ -90,6 +104,8 @@ export class ProxyMetrics {
   #lastLatency: Map<string, LatencyCounts> | undefined;
   /** Answered requests per listener, indexed by status class (0 = aborted, 1..5 = 1xx..5xx). */
   readonly #answered = new Map<string, Float64Array>();
+  /** Load-report counts per reporting listener; kept across reloads (the counters never decrease). */
+  readonly #loadReports = new Map<string, LoadReportCounts>();
   readonly #rejected: Counter<'listener' | 'reason'>;
   readonly #closedConnections: Counter<'listener' | 'reason'>;
   readonly #retries: Counter<'cluster' | 'reason'>;
@@ -125,6 +141,30 @@ export class ProxyMetrics {
             if (v > 0 || i === 2) this.inc({ listener, code: CODE_CLASSES[i] as string }, v);
           });
         }
+      },
+    });
+    const loadReports = this.#loadReports;
+    new Counter({
+      name: n.loadReports,
+      help: 'Responses of a load-reporting listener (loadReport) carrying an endpoint-load-metrics report, by source: proxy (the listener added its own) or app (the app sent one, passed through).',
+      labelNames: ['listener', 'source'],
+      registers: [r],
+      collect(this: Counter<'listener' | 'source'>) {
+        this.reset();
+        for (const [listener, counts] of loadReports) {
+          this.inc({ listener, source: 'proxy' }, counts.attached);
+          this.inc({ listener, source: 'app' }, counts.passed);
+        }
+      },
+    });
+    new Counter({
+      name: n.loadProbes,
+      help: "Reads of a load-reporting listener's load document (load probes; on the fair-share load port, peers' reads too).",
+      labelNames: ['listener'],
+      registers: [r],
+      collect(this: Counter<'listener'>) {
+        this.reset();
+        for (const [listener, counts] of loadReports) this.inc({ listener }, counts.probes);
       },
     });
     this.#rejected = new Counter({
@@ -167,6 +207,19 @@ export class ProxyMetrics {
     this.#connectionsOpened.inc({ listener }, 0);
     this.#rejected.inc({ listener, reason: 'bad-request' }, 0);
     if (!this.#answered.has(listener)) this.#answered.set(listener, new Float64Array(6));
+  }
+
+  /**
+   * The load-report counts of `listener` (created at zero on first call, the same object after,
+   * across reloads): a reporting listener binds it once and adds to its fields.
+   */
+  loadReportCounts(listener: string): LoadReportCounts {
+    let counts = this.#loadReports.get(listener);
+    if (counts === undefined) {
+      counts = { attached: 0, passed: 0, probes: 0 };
+      this.#loadReports.set(listener, counts);
+    }
+    return counts;
   }
 
   /** Records one upstream attempt's duration. */

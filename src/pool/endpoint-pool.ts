@@ -15,27 +15,18 @@
  *
  * In the legacy (host-keyed) mode the origin is the Service name and `resolveEndpoint` picks
  * the endpoint when a connection is dialled, as kube-apiserver's dial function did.
+ *
+ * Its connections and the requests it runs on them are `PooledConnection` and `PoolRequest`
+ * (`pooled-connection.ts`).
  */
 import { isIP } from 'node:net';
-import { type buildConnector, Client, type Dispatcher } from 'undici';
-import type { Clock, TimerHandle } from '../core/clock.js';
+import { type buildConnector, Client } from 'undici';
+import type { Clock } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
 import { ErrorCodes, EvenlbError } from '../core/errors.js';
 import { Shutdown } from '../core/shutdown.js';
-import type { CloseReason, ConnectionLife, LifetimePolicy } from './lifetime-policy.js';
-
-/** A request the pool can run: a controller-style undici handler that knows its own options. */
-export interface PoolRequest extends Dispatcher.DispatchHandler {
-  readonly opts: Dispatcher.DispatchOptions;
-  /** Set by the pool when the request is assigned to a connection. */
-  connection: PooledConnection | undefined;
-  /** Set by the pool: the connection had already carried a request on its current socket. */
-  reused?: boolean;
-  /** The pool will not run this request (it is draining): send it somewhere else. */
-  reroute(): void;
-  /** The pool will never run this request (it was destroyed): fail it with `err`. */
-  fail(err: Error): void;
-}
+import type { CloseReason, LifetimePolicy } from './lifetime-policy.js';
+import { PooledConnection, type PoolRequest } from './pooled-connection.js';
 
 export interface EndpointPoolEvents {
   /** A socket opened (`endpoint` is known: the dialled one in legacy mode). */
@@ -62,49 +53,6 @@ export interface EndpointPoolOptions {
   /** Extra undici Client options (timeouts, allowH2); `connect` and `pipelining` are the pool's. */
   readonly clientOptions?: Client.Options;
   readonly events?: EndpointPoolEvents;
-}
-
-let nextConnectionId = 1;
-
-/** One connection (one undici Client with at most one socket), with the counters the policy reads. */
-export class PooledConnection implements ConnectionLife {
-  readonly id = nextConnectionId++;
-  readonly client: Client;
-  readonly pool: EndpointPool;
-  openedAtMs: number;
-  maxAgeMs: number | undefined;
-  requests = 0;
-  inFlight = 0;
-  /** When the last request ended (kept only while the lifetime policy has a time limit: nothing else reads it). */
-  idleSinceMs: number;
-  /** Requests this connection may carry at once: 1 for HTTP/1.1, more once HTTP/2 is seen. */
-  capacity = 1;
-  /** The endpoint the socket goes to: fixed for an endpoint pool; in legacy mode set when the socket is dialled. */
-  endpoint: Endpoint | undefined;
-  socketOpen = false;
-  /** Sockets this Client has opened (undici reconnects a Client for a request that was waiting). */
-  sockets = 0;
-  retiring = false;
-  retireReason: CloseReason | undefined;
-  closed = false;
-  /** A destroy of its Client is scheduled (see `EndpointPool#finishRetired`). */
-  escalating = false;
-  timer: TimerHandle | undefined;
-  /** Position in the pool's available list, or -1. */
-  availableIndex = -1;
-
-  constructor(pool: EndpointPool, client: Client, nowMs: number, maxAgeMs: number | undefined) {
-    this.pool = pool;
-    this.client = client;
-    this.openedAtMs = nowMs;
-    this.idleSinceMs = nowMs;
-    this.maxAgeMs = maxAgeMs;
-  }
-
-  /** Called by the request when it ends; `reusable` false retires the connection (it failed). */
-  release(reusable: boolean): void {
-    this.pool.release(this, reusable);
-  }
 }
 
 export class EndpointPool {

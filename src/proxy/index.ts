@@ -13,6 +13,7 @@
  */
 export {
   type ClusterView,
+  type LoadReportCounts,
   type ProxyClusterStats,
   type ProxyEndpointStats,
   type ProxyMetrics,

@@ -67,6 +67,12 @@ beforeAll(async () => {
         target: `static:///${[...good.map((b) => b.key), bad.key].join(',')}`,
         policy: 'round-robin',
         outlierDetection: { consecutiveFailures: 3, baseEjectionMs: 60_000 },
+        // 503 is also pushback: with the penalty (on by default) round robin skips the 503
+        // endpoint's turn with probability 1 − 1/penalty (10 right after each 503, fading to 1
+        // over 5 s), drawn from an unseeded random, so in about 1 run in 20 it got only 1 or 2
+        // attempts in the 90 requests and was never ejected (its errors always equalled its
+        // attempts). Without the penalty it keeps its turns until ejected, after exactly 3.
+        pushback: false,
       },
       { name: 'slow', target: `static:///${silent.key}`, requestTimeoutMs: 300, retries: { idempotent: 0 } },
     ],
@@ -120,17 +126,14 @@ describe('upstream failures', () => {
     // Round robin would give it 30; ejection after 3 consecutive failures stops that early.
     // Counted from the proxy's side: a failure is a 503 the endpoint served or, on an
     // oversubscribed machine, a transport failure that never reached it (a connect timeout),
-    // so the endpoint's own count may be lower than the proxy's. The endpoint's error count in
-    // the stats read 2 in one run of the whole suite (of about ten) where outlier detection had
-    // counted 3 failures; the lines of this cluster are in the message, to tell why if it recurs.
+    // so the endpoint's own count may be lower than the proxy's. The lines of this cluster are
+    // in the message, to tell why if it fails.
     const attempts = series('evenlb_proxy_upstream_requests_total');
     const lines = metrics
       .split('\n')
       .filter((l) => l.includes('cluster="outlier"'))
       .join('\n');
-    const errors = series('evenlb_proxy_upstream_errors_total');
-    expect(errors, lines).toBeGreaterThanOrEqual(2);
-    expect(errors, lines).toBeLessThanOrEqual(attempts);
+    expect(series('evenlb_proxy_upstream_errors_total'), lines).toBeGreaterThanOrEqual(3);
     expect(attempts, lines).toBeGreaterThanOrEqual(3);
     expect(attempts, lines).toBeLessThanOrEqual(5);
     expect(bad.hits).toBeGreaterThanOrEqual(1);

@@ -9,9 +9,9 @@ import type { Socket } from 'node:net';
 import type { Clock } from '../../core/clock.js';
 import type { ProxyMetrics } from '../../metrics/proxy-metrics.js';
 import type { LifetimePolicy } from '../../pool/lifetime-policy.js';
-import type { LoadReporter } from '../../server/load/load-reporter.js';
 import type { ListenerLimits } from '../config/config-schema.js';
 import type { AccessEntry, L7State } from '../listener/l7-front.js';
+import type { ListenerLoad } from '../listener/listener-load.js';
 
 /** What a downstream connection (`Conn`, the data path's `Http1Downstream`) needs from its listener. */
 export interface Http1Context<Conn = unknown> {
@@ -23,7 +23,7 @@ export interface Http1Context<Conn = unknown> {
   readonly metrics: ProxyMetrics;
   readonly clock: Clock;
   /** Load reporting (`listeners[].loadReport`), read once per connection; undefined = none. */
-  readonly load: LoadReporter | undefined;
+  readonly load: ListenerLoad | undefined;
   /** Downstream recycling (`listeners[].recycle`); undefined = connections live on. */
   readonly recycle: LifetimePolicy | undefined;
   state(): L7State;

@@ -7,12 +7,14 @@
  * response complete, local reply, cut, client gone — and ends whatever is still counted when
  * the connection closes (a request body refused after its head went upstream), so requests in
  * flight always return to 0. Status ≥ 500 and cuts count as errors; a client that left does
- * not. `ReportingRawSink` adds the report to the response head unless the upstream's has one.
+ * not. `ReportingRawSink` adds the report to the response head unless the upstream's has one,
+ * and counts which it was in the listener's `LoadReportCounts`.
  */
 import type { Socket } from 'node:net';
 import { LOAD_REPORT_HEADER } from '../../balancing/load-report.js';
+import type { LoadReportCounts } from '../../metrics/proxy-metrics.js';
 import type { LoadReporter, ReportedRequest } from '../../server/load/load-reporter.js';
-import { hasLoadReport } from '../listener/listener-load.js';
+import { hasLoadReport, type ListenerLoad } from '../listener/listener-load.js';
 import type { Http1Context } from './http1-context.js';
 import type { ResponseHead } from './message-head.js';
 import { type RawConnectionOwner, RawDownstreamSink } from './raw-downstream-sink.js';
@@ -20,11 +22,14 @@ import { RequestRecord } from './request-record.js';
 
 export class ReportedRequestRecord extends RequestRecord {
   readonly #reporter: LoadReporter;
+  /** The listener's report counts (`ReportingRawSink` adds to them). */
+  readonly counts: LoadReportCounts;
   #request: ReportedRequest | undefined;
 
-  constructor(ctx: Http1Context<unknown>, client: string, reporter: LoadReporter) {
+  constructor(ctx: Http1Context<unknown>, client: string, load: ListenerLoad) {
     super(ctx, client);
-    this.#reporter = reporter;
+    this.#reporter = load.reporter;
+    this.counts = load.counts;
   }
 
   /** The request being answered, while it is counted. */
@@ -63,7 +68,13 @@ export class ReportingRawSink extends RawDownstreamSink {
   }
 
   override head(head: ResponseHead): void {
-    const value = hasLoadReport(head.headers) ? undefined : this.#record.request?.reportValue();
+    const record = this.#record;
+    let value: string | undefined;
+    if (hasLoadReport(head.headers)) record.counts.passed++;
+    else {
+      value = record.request?.reportValue();
+      if (value !== undefined) record.counts.attached++;
+    }
     // A copy: the exchange still reads the upstream's own headers (its load report among them).
     super.head(value === undefined ? head : { ...head, headers: [...head.headers, LOAD_REPORT_HEADER, value] });
   }

@@ -126,7 +126,11 @@ export class L7Listener {
     this.#load =
       config.loadReport === undefined
         ? undefined
-        : new ListenerLoad(config, { clock: deps.clock, logger: deps.logger });
+        : new ListenerLoad(config, {
+            clock: deps.clock,
+            logger: deps.logger,
+            counts: deps.metrics.loadReportCounts(name),
+          });
     this.#shared = {
       config,
       proto,
@@ -185,7 +189,7 @@ export class L7Listener {
       trustForwarded: config.trustForwardedHeaders,
       metrics: deps.metrics,
       clock: deps.clock,
-      load: this.#load?.reporter,
+      load: this.#load,
       recycle: this.#recycling.policy,
       state: deps.state,
       handoff: (socket, pending) => this.#nodeHttp.take(socket, pending),

@@ -14,6 +14,11 @@
  * its own (`loadPort`, made here) or, with `recycle.fairShare`, the fair-share load port, whose
  * document gains the probe figures (`ListenerRecycling` serves it; `probe()` is what it adds).
  *
+ * Each report added, each app's report passed through and each read of the load document is
+ * counted in the listener's `LoadReportCounts` (bound once, plain numbers: nothing per request
+ * but an increment), which `ProxyMetrics` exposes as `evenlb_proxy_load_reports_total` and
+ * `evenlb_proxy_load_probes_answered_total`.
+ *
  * `cpu_utilization` comes from `podCpuMeter` (the cgroup's or host's CPU, not this process's);
  * `application_utilization`, when `maxInFlight` is set, is the period's mean requests in flight
  * (completions a second × latency estimate, or those in flight now if more) over it.
@@ -26,6 +31,7 @@ import { LOAD_REPORT_HEADER } from '../../balancing/load-report.js';
 import { grpcOutcome, grpcStatusOf } from '../../cluster/grpc-outcome.js';
 import type { Clock } from '../../core/clock.js';
 import { parseOptions } from '../../core/options.js';
+import type { LoadReportCounts } from '../../metrics/proxy-metrics.js';
 import { LoadEndpoint } from '../../server/load/load-endpoint.js';
 import { LoadReporter, type ReportedRequest } from '../../server/load/load-reporter.js';
 import type { ListenerConfig } from '../config/config-schema.js';
@@ -35,6 +41,8 @@ import { type CpuMeter, podCpuMeter } from './pod-cpu.js';
 export interface ListenerLoadDeps {
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Where its reports and probes are counted (`ProxyMetrics.loadReportCounts`, bound once per listener). */
+  readonly counts: LoadReportCounts;
   /** The CPU meter; default `podCpuMeter()` (tests pass their own). */
   readonly cpu?: CpuMeter;
 }
@@ -55,22 +63,37 @@ export function hasLoadReport(list: readonly string[]): boolean {
   return false;
 }
 
-/** `headers` (any form `writeHead` takes) with `request`'s report, unless they carry one already or it is not sampled. */
+/**
+ * `headers` (any form `writeHead` takes) with `request`'s report, unless they carry one already
+ * or it is not sampled; counts what it did in `counts`.
+ */
 function withReport(
   headers: OutgoingHttpHeaders | readonly string[] | undefined,
   request: ReportedRequest,
   res: ServerResponse,
+  counts: LoadReportCounts,
 ): OutgoingHttpHeaders | readonly string[] | undefined {
   if (Array.isArray(headers)) {
-    if (hasLoadReport(headers)) return headers;
+    if (hasLoadReport(headers)) {
+      counts.passed++;
+      return headers;
+    }
     const value = request.reportValue();
-    return value === undefined ? headers : [...headers, LOAD_REPORT_HEADER, value];
+    if (value === undefined) return headers;
+    counts.attached++;
+    return [...headers, LOAD_REPORT_HEADER, value];
   }
   const object = headers as OutgoingHttpHeaders | undefined;
-  if (object !== undefined && Object.keys(object).some((k) => k.toLowerCase() === LOAD_REPORT_HEADER)) return object;
-  if (res.hasHeader(LOAD_REPORT_HEADER)) return object;
+  if (
+    (object !== undefined && Object.keys(object).some((k) => k.toLowerCase() === LOAD_REPORT_HEADER)) ||
+    res.hasHeader(LOAD_REPORT_HEADER)
+  ) {
+    counts.passed++;
+    return object;
+  }
   const value = request.reportValue();
   if (value === undefined) return object;
+  counts.attached++;
   return { ...object, [LOAD_REPORT_HEADER]: value };
 }
 
@@ -89,11 +112,14 @@ type WriteHead = (this: ServerResponse, ...args: unknown[]) => ServerResponse;
 
 export class ListenerLoad {
   readonly reporter: LoadReporter;
+  /** Its reports and probes, counted (`ProxyMetrics.loadReportCounts`). */
+  readonly counts: LoadReportCounts;
   /** The load document on `loadReport.loadPort` (none with fair share: its port serves it). */
   readonly #endpoint: LoadEndpoint | undefined;
   #closed = false;
 
   constructor(config: ListenerConfig, deps: ListenerLoadDeps) {
+    this.counts = deps.counts;
     const o = parseOptions(`listeners.${config.name}.loadReport`, config.loadReport ?? {}, listenerLoadReportSpec);
     const meter = o.cpu ? (deps.cpu ?? podCpuMeter()) : undefined;
     const maxInFlight = o.maxInFlight;
@@ -126,8 +152,9 @@ export class ListenerLoad {
     }
   }
 
-  /** What a load probe learns now. */
+  /** What a load probe learns now (each call is one read of the load document, counted). */
   probe(): ProbeAnswer {
+    this.counts.probes++;
     return this.reporter.probeAnswer();
   }
 
@@ -142,13 +169,19 @@ export class ListenerLoad {
    */
   response(res: ServerResponse): void {
     const request = this.reporter.begin();
+    const counts = this.counts;
     const writeHead = res.writeHead as WriteHead;
     res.writeHead = function (this: ServerResponse, statusCode: unknown, reason?: unknown, headers?: unknown) {
       res.writeHead = writeHead as typeof res.writeHead;
       if (typeof reason === 'string') {
-        return writeHead.call(this, statusCode, reason, withReport(headers as OutgoingHttpHeaders, request, res));
+        return writeHead.call(
+          this,
+          statusCode,
+          reason,
+          withReport(headers as OutgoingHttpHeaders, request, res, counts),
+        );
       }
-      return writeHead.call(this, statusCode, withReport(reason as OutgoingHttpHeaders, request, res));
+      return writeHead.call(this, statusCode, withReport(reason as OutgoingHttpHeaders, request, res, counts));
     } as typeof res.writeHead;
     res.once('close', () => request.end(res.statusCode >= 500));
   }
@@ -156,6 +189,7 @@ export class ListenerLoad {
   /** Counts a routed HTTP/2 stream until it closes, and reports on its response headers. */
   stream(stream: ServerHttp2Stream, grpc: boolean): void {
     const request = this.reporter.begin();
+    const counts = this.counts;
     let failed = false;
     const respond = stream.respond;
     stream.respond = function (
@@ -165,7 +199,12 @@ export class ListenerLoad {
     ) {
       stream.respond = respond;
       failed = Number(headers?.[':status'] ?? 200) >= 500 || (grpc && grpcFailed(headers?.['grpc-status']));
-      const value = headers?.[LOAD_REPORT_HEADER] === undefined ? request.reportValue() : undefined;
+      let value: string | undefined;
+      if (headers?.[LOAD_REPORT_HEADER] !== undefined) counts.passed++;
+      else {
+        value = request.reportValue();
+        if (value !== undefined) counts.attached++;
+      }
       return respond.call(this, value === undefined ? headers : { ...headers, [LOAD_REPORT_HEADER]: value }, options);
     };
     if (grpc) {

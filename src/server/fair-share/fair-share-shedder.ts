@@ -4,8 +4,9 @@
  * `FairShareDecider`; the connections it names retire with reason `fair-share` — gracefully,
  * as every retirement does (HTTP/1: `Connection: close` on the next response; HTTP/2: GOAWAY).
  *
- * Peers come from the Service's endpoints (any endpoint source); this pod is the endpoint with
- * its own address (and port), and its warm-up counts from the moment it is first listed ready.
+ * Peers come from the Service's endpoints (any endpoint source; `FairSharePeers` keeps them and
+ * asks them); this pod is the endpoint with its own address (and port), and its warm-up counts
+ * from the moment it is first listed ready.
  * Fail safe: with no fresh peer answer, or while this pod is not listed, nothing is shed; a
  * warning says why (at most once a minute) and the metrics show the peers answering.
  */
@@ -17,23 +18,14 @@ import {
 } from '../../balancing/fair-share/fair-share-decider.js';
 import { PeerLoadTable } from '../../balancing/fair-share/peer-load-table.js';
 import type { Clock, TimerHandle } from '../../core/clock.js';
-import type { Endpoint } from '../../core/endpoint.js';
 import type { Random } from '../../core/random.js';
-import { createEndpointSource } from '../../discovery/create-endpoint-source.js';
 import { discoveryLogger } from '../../discovery/discovery-logger.js';
-import type { EndpointSource } from '../../discovery/endpoint-source.js';
 import '../../discovery/kubernetes/index.js';
 import { LoadMeter, type MeteredConnection } from '../../balancing/fair-share/load-meter.js';
 import type { FairShareMetrics } from '../../metrics/fair-share-metrics.js';
 import type { FairShareLogger, FairShareSettings } from './fair-share-options.js';
-import {
-  answerLoadRequest,
-  isLoadRequest,
-  LOAD_PROTOCOL,
-  LoadExchangeClient,
-  type PeerLoadReport,
-} from './load-exchange.js';
-import { isSelf, selfAddresses } from './self-address.js';
+import { FairSharePeers } from './fair-share-peers.js';
+import { answerLoadRequest, isLoadRequest, LOAD_PROTOCOL, type PeerLoadReport } from './load-exchange.js';
 
 const WARN_EVERY_MS = 60_000;
 
@@ -98,13 +90,10 @@ export class FairShareShedder {
   readonly #decider: FairShareDecider;
   readonly #table: PeerLoadTable;
   readonly #meter: LoadMeter;
-  readonly #exchange: LoadExchangeClient;
-  readonly #source: EndpointSource;
-  readonly #ownsSource: boolean;
-  readonly #addresses: ReadonlySet<string>;
+  /** Who the peers are, and asking them (`fair-share-peers.ts`). */
+  readonly #peers: FairSharePeers;
   readonly #logger: FairShareLogger;
   readonly #metrics: FairShareMetrics | undefined;
-  readonly #peerEndpoints = new Map<string, Endpoint>();
   #loadServer: http.Server | undefined;
   #timer: TimerHandle | undefined;
   #unsubscribe: (() => void) | undefined;
@@ -118,13 +107,8 @@ export class FairShareShedder {
     share: undefined,
   };
   #maxShare = 0;
-  #peerFailures = 0;
   #shed = 0;
   readonly #decisions: Record<string, number> = {};
-  /** Peers asked whose answer has not come yet (never asked twice at once). */
-  readonly #asking = new Set<string>();
-  /** Failed questions since the last decision, for its warning. */
-  readonly #failures: string[] = [];
   /** How long a decision waits for this period's answers: half the period, at most the peer timeout. */
   readonly #answerWaitMs: number;
 
@@ -144,19 +128,7 @@ export class FairShareShedder {
     this.#decider = new FairShareDecider(decision, clock.now());
     this.#table = new PeerLoadTable(decision, random);
     this.#meter = new LoadMeter(decision.loadMetric, decision.windowMs);
-    this.#exchange = new LoadExchangeClient({
-      clock,
-      timeoutMs: options.peerTimeoutMs,
-      metric: decision.loadMetric,
-      path: options.loadPath,
-      tls: options.loadPort === undefined && host.tls,
-    });
-    this.#ownsSource = typeof options.peers === 'string';
-    this.#source =
-      typeof options.peers === 'string'
-        ? createEndpointSource(options.peers, { ...(options.discovery ?? {}), clock })
-        : options.peers;
-    this.#addresses = selfAddresses(options.self);
+    this.#peers = new FairSharePeers(settings, host.tls, this.#table, clock);
     this.#logger = options.logger ?? discoveryLogger();
     this.#metrics = metrics;
     this.#answerWaitMs = Math.min(options.peerTimeoutMs, decision.periodMs / 2);
@@ -168,7 +140,7 @@ export class FairShareShedder {
     this.#meter.sample(this.#clock.now(), this.#host.requestsTotal, this.#inFlight());
     // A changed endpoint list (a pod added or gone) is news the fleet acts on: decide (and
     // ask the new peers) at once rather than up to a period later.
-    this.#unsubscribe = this.#source.subscribe(() => this.#tickSoon());
+    this.#unsubscribe = this.#peers.source.subscribe(() => this.#tickSoon());
     this.#schedule();
   }
 
@@ -198,7 +170,7 @@ export class FairShareShedder {
       maxShare: this.#maxShare,
       peers: this.#table.peers.length,
       peersAnswering: this.#table.freshLoads(now).length,
-      peerFailures: this.#peerFailures,
+      peerFailures: this.#peers.failures,
       shed: this.#shed,
       decisions: Object.freeze({ ...this.#decisions }),
     });
@@ -212,8 +184,7 @@ export class FairShareShedder {
     this.#unsubscribe?.();
     const loadServer = this.#loadServer;
     await Promise.all([
-      this.#exchange.close(),
-      this.#ownsSource ? this.#source.close().catch(() => undefined) : undefined,
+      this.#peers.close(),
       loadServer === undefined
         ? undefined
         : new Promise<void>((resolve) => {
@@ -283,13 +254,13 @@ export class FairShareShedder {
       this.#count('not-listed');
       this.#warn(
         'not-listed',
-        { peers: this.#source.target, self: [...this.#addresses].slice(0, 8) },
+        { peers: this.#peers.source.target, self: [...this.#peers.addresses].slice(0, 8) },
         'fair-share: this server is not among the ready endpoints of its peers target; not shedding',
       );
       return;
     }
-    const asked = this.#table.pickPeers().filter((key) => !this.#asking.has(key));
-    const answers = asked.map((key) => this.#ask(key));
+    const asked = this.#peers.toAsk();
+    const answers = asked.map((key) => this.#peers.ask(key));
     // Wait for the answers only up to `answerWaitMs`: a slow or silent peer must not hold the
     // decision back (it would stretch the period to the peer timeout); its answer, when it
     // comes, counts from the next period on.
@@ -303,7 +274,7 @@ export class FairShareShedder {
     waited?.cancel();
     if (this.#closed) return;
     const now = this.#clock.now();
-    const failures = this.#failures.splice(0);
+    const failures = this.#peers.takeFailures();
     const peerLoads = this.#table.freshLoads(now);
     this.#metrics?.peers(peerLoads.length, failures.length);
 
@@ -332,23 +303,6 @@ export class FairShareShedder {
     this.#metrics?.decided(decision, ownLoad, decision.connections.length);
   }
 
-  /** Asks one peer; its answer (or failure) is recorded when it arrives, even after the decision. */
-  async #ask(key: string): Promise<void> {
-    const e = this.#peerEndpoints.get(key) as Endpoint;
-    this.#asking.add(key);
-    try {
-      const answer = await this.#exchange.ask(e.address, this.#settings.options.loadPort ?? e.port);
-      if (this.#closed) return;
-      if (answer.ok) this.#table.record(key, answer.load, this.#clock.now());
-      else {
-        this.#peerFailures++;
-        if (this.#failures.length < 100) this.#failures.push(`${key}: ${answer.error}`);
-      }
-    } finally {
-      this.#asking.delete(key);
-    }
-  }
-
   #record(decision: FairShareDecision, ownLoad: number): void {
     this.#count(decision.type === 'shed' ? 'shed' : decision.reason);
     this.#last = { ownLoad, meanLoad: decision.meanLoad, share: decision.share };
@@ -362,20 +316,9 @@ export class FairShareShedder {
     this.#decisions[outcome] = (this.#decisions[outcome] ?? 0) + 1;
   }
 
-  /** Updates peers from the source; false when this pod is not listed ready. */
+  /** Updates peers from the source; false when this pod is not listed ready (its warm-up starts when it is). */
   #refreshPeers(): boolean {
-    const eligible = this.#source.snapshot().endpoints.eligible();
-    const candidates = eligible.filter((e) => isSelf(e, this.#addresses, undefined));
-    const port = this.#host.port;
-    const self = candidates.length <= 1 ? candidates[0] : candidates.find((e) => isSelf(e, this.#addresses, port));
-    this.#peerEndpoints.clear();
-    for (const e of eligible) if (e !== self) this.#peerEndpoints.set(e.key, e);
-    this.#table.setPeers([...this.#peerEndpoints.keys()]);
-    const loadPort = this.#settings.options.loadPort;
-    this.#exchange.keepOnly(
-      new Set([...this.#peerEndpoints.values()].map((e) => this.#exchange.origin(e.address, loadPort ?? e.port))),
-    );
-    if (self === undefined) {
+    if (!this.#peers.refresh(this.#host.port)) {
       this.#listed = false;
       return false;
     }
