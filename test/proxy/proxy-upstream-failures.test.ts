@@ -124,10 +124,9 @@ describe('upstream failures', () => {
       return Number(line?.split(' ').pop() ?? Number.NaN);
     };
     // Round robin would give it 30; ejection after 3 consecutive failures stops that early.
-    // Counted from the proxy's side: a failure is a 503 the endpoint served or, on an
-    // oversubscribed machine, a transport failure that never reached it (a connect timeout),
-    // so the endpoint's own count may be lower than the proxy's. The lines of this cluster are
-    // in the message, to tell why if it fails.
+    // Counted on both sides: the proxy's attempts and errors on the endpoint, and the 503s the
+    // endpoint served itself. The lines of this cluster are in the message, to tell why if it
+    // fails.
     const attempts = series('evenlb_proxy_upstream_requests_total');
     const lines = metrics
       .split('\n')
@@ -136,8 +135,8 @@ describe('upstream failures', () => {
     expect(series('evenlb_proxy_upstream_errors_total'), lines).toBeGreaterThanOrEqual(3);
     expect(attempts, lines).toBeGreaterThanOrEqual(3);
     expect(attempts, lines).toBeLessThanOrEqual(5);
-    expect(bad.hits).toBeGreaterThanOrEqual(1);
-    expect(bad.hits).toBeLessThanOrEqual(attempts);
+    expect(bad.hits, lines).toBeGreaterThanOrEqual(3);
+    expect(bad.hits, lines).toBeLessThanOrEqual(attempts);
     // Bodiless GETs that got a 5xx may be retried on another endpoint (retries.idempotent).
     expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
     expect(statuses.filter((s) => s === 503).length).toBeLessThanOrEqual(bad.hits);
