@@ -20,6 +20,7 @@ import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
 import type { ProxyServer } from '../../src/proxy/proxy-server.js';
 import { parseSidecarOptions } from '../../src/proxy/sidecar/sidecar-config.js';
 import { type Backend, fetchText, startBackend, startProxy } from '../proxy/helpers.js';
+import { freePort } from '../support/tracked-server.js';
 
 const DEPLOY = join(import.meta.dirname, '..', '..', 'deploy');
 
@@ -163,9 +164,11 @@ describe('Grafana dashboard', () => {
 
   beforeAll(async () => {
     backend = await startBackend('g1', '127.0.0.99');
+    const loadPort = await freePort();
     proxy = await startProxy({
       admin: { address: '127.0.0.1:0' },
-      listeners: [{ name: 'web', address: '127.0.0.1:0' }],
+      // A load-reporting listener, so the load report and probe series exist too.
+      listeners: [{ name: 'web', address: '127.0.0.1:0', loadReport: { loadPort, loadHost: '127.0.0.1', cpu: false } }],
       clusters: [{ name: 'web', target: `static:///${backend.key}` }],
     });
     // One request so per-endpoint series exist.
@@ -177,6 +180,7 @@ describe('Grafana dashboard', () => {
         })
         .on('error', reject),
     );
+    await fetchText(loadPort, '/.well-known/evenlb/load');
     exported = (await fetchText(proxy.adminPort as number, '/metrics')).body;
   });
 
