@@ -50,7 +50,8 @@ const spec = {
   /** Endpoints (answers) the probe pool holds; default 16 (the paper's). */
   poolSize: opt.int({ min: 1, max: 256, default: 16 }),
   /**
-   * Picks one answer may serve. Default: 2 / answers per pick, measured — about 2 when every
+   * Picks one answer may serve. Default: 2 / answers per pick, measured over 256 picks (the
+   * first windows 16, 32, … picks) — about 2 when every
    * response carries a report, ⌈2 / probesPerRequest⌉ (50 at the default rate) on probes alone.
    */
   maxProbeUses: opt.int({ min: 1, max: MAX_PROBE_USES, optional: true }),

@@ -9,7 +9,7 @@
  *
  * Selection is Prequal's hot/cold lexicographic rule over the usable slots (answer younger
  * than `maxProbeAgeMs`, used fewer than the reuse budget's times — fixed, or 2 / answers
- * taken per pick over the last `REUSE_WINDOW_PICKS` picks): the answer's RIF moves by this
+ * taken per pick over the last `REUSE_WINDOW_PICKS` picks, the first windows shorter): the answer's RIF moves by this
  * balancer's own in-flight change at the endpoint since the answer (requests it sent there
  * minus those that came back — the paper adds 1 per use), a slot is hot when that RIF is
  * above the `coldQuantile` of recent answers' RIF; among cold slots the lowest latency wins
@@ -60,6 +60,12 @@ export interface ProbePoolOptions {
  * answers actually arrive, not the probe rate alone.
  */
 export const REUSE_WINDOW_PICKS = 256;
+/**
+ * Picks of the first reuse window; each next one is twice as long, up to `REUSE_WINDOW_PICKS`.
+ * A balancer picking 27 times a second would otherwise keep the initial budget (50 on probes
+ * alone, where reports bring about 2) for its first 9.5 s.
+ */
+export const FIRST_REUSE_WINDOW_PICKS = 16;
 /** The largest reuse budget. */
 export const MAX_PROBE_USES = 100_000;
 
@@ -123,6 +129,8 @@ export class ProbePool {
   readonly #adaptive: boolean;
   /** Picks and answers taken in the current reuse window (adaptive budget). */
   #windowPicks = 0;
+  /** Picks of the current reuse window. */
+  #windowLength = FIRST_REUSE_WINDOW_PICKS;
   #windowAnswers = 0;
 
   constructor(options: ProbePoolOptions) {
@@ -230,8 +238,9 @@ export class ProbePool {
     const perWeight = this.#perWeight;
     // Answers from before this are too old; never -∞, so a slot without an answer (-∞) is out.
     const oldest = Math.max(this.#latestMs[0]! - this.#o.maxProbeAgeMs, -Number.MAX_VALUE);
-    if (this.#adaptive && ++this.#windowPicks >= REUSE_WINDOW_PICKS) {
+    if (this.#adaptive && ++this.#windowPicks >= this.#windowLength) {
       this.#maxUses = reuseBudget(this.#windowAnswers / this.#windowPicks);
+      this.#windowLength = Math.min(REUSE_WINDOW_PICKS, 2 * this.#windowLength);
       this.#windowPicks = 0;
       this.#windowAnswers = 0;
     }
