@@ -19,7 +19,7 @@
  * probes at most 5% of requests; reports on responses; prequal sends the slow pod less than
  * least-request does (whose blind in-flight counts give it more than its capacity share); and a
  * median p99 ratio of at most 1.5 — a guard against a broken policy, not a target. Printed, not
- * asserted: the p99 ratios (medians 0.63–0.78 at load average 2.5–5; the simulator on this
+ * asserted: the p99 ratios (medians 0.59–0.78 at load average 2.5–5; the simulator on this
  * protocol — fresh agents, measured 0.8–6 s — 0.65, seeds 1–9, and 0.62 in steady state from
  * 10 s; about 1 ± 0.3 when the machine starves every pod alike) and
  * the slow pod's share (8.3–13.0%: ranking cold pods by latency gives it less than its 14.3%
