@@ -32,20 +32,27 @@ export const isLoadPath = (v: unknown): v is string => typeof v === 'string' && 
 /** The longest load document an asker reads; a longer answer is no answer. */
 export const MAX_LOAD_DOCUMENT_BYTES = 4096;
 
-/** What a load probe learns: the server's requests in flight now and its latency estimate (ms). */
+/**
+ * What a load probe learns: the server's requests in flight now and its latency estimate (ms).
+ * A server that has completed no request yet leaves `latencyMs` out: it does not know it (older
+ * servers answered 0 then, which askers also read as unknown).
+ */
 export interface ProbeAnswer {
   readonly inFlight: number;
-  readonly latencyMs: number;
+  readonly latencyMs?: number;
 }
 
 const isFigure = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 
 /**
  * The probe answer in a load document's text; `undefined` when it is not an `evenlb-load/1`
- * document with finite, non-negative `inFlight` and `latencyMs`.
+ * document with a finite, non-negative `inFlight` and, if present, `latencyMs`. A `latencyMs`
+ * of 0 (what older servers answered before their first completion) is left out like a missing
+ * one: unknown.
  *
  * @example
  * parseProbeAnswer('{"protocol":"evenlb-load/1","inFlight":3,"latencyMs":12.5}'); // → { inFlight: 3, latencyMs: 12.5 }
+ * parseProbeAnswer('{"protocol":"evenlb-load/1","inFlight":0}'); // → { inFlight: 0 }
  * parseProbeAnswer('<html>'); // → undefined
  */
 export function parseProbeAnswer(text: string): ProbeAnswer | undefined {
@@ -58,6 +65,8 @@ export function parseProbeAnswer(text: string): ProbeAnswer | undefined {
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return undefined;
   const d = doc as Record<string, unknown>;
-  if (d.protocol !== LOAD_PROTOCOL || !isFigure(d.inFlight) || !isFigure(d.latencyMs)) return undefined;
+  if (d.protocol !== LOAD_PROTOCOL || !isFigure(d.inFlight)) return undefined;
+  if (d.latencyMs === undefined || d.latencyMs === 0) return { inFlight: d.inFlight };
+  if (!isFigure(d.latencyMs)) return undefined;
   return { inFlight: d.inFlight, latencyMs: d.latencyMs };
 }

@@ -7,6 +7,10 @@
  *
  * "None yet" reads NaN (a figure never reported, a probe never answered, no pushback ever);
  * the counts start at 0. A report without a field leaves that figure as it was.
+ *
+ * A latency estimate the server does not have — left out of a probe answer, or 0, which older
+ * servers said before their first completion — is kept as NaN ("unknown"), never as 0: a server
+ * that has served nothing must not look the fastest (`prequal` ranks it by in-flight alone).
  */
 import { IN_FLIGHT_METRIC, LATENCY_METRIC, type LoadReport, reportedUtilization } from './load-report.js';
 
@@ -87,18 +91,21 @@ export class ReportedLoad {
     const inFlight = report.namedMetrics?.[IN_FLIGHT_METRIC];
     if (inFlight !== undefined) r[row + ReportField.reportedInFlight] = inFlight;
     const latencyMs = report.namedMetrics?.[LATENCY_METRIC];
-    if (latencyMs !== undefined) r[row + ReportField.reportedLatencyMs] = latencyMs;
+    if (latencyMs !== undefined) r[row + ReportField.reportedLatencyMs] = latencyMs > 0 ? latencyMs : Number.NaN;
     r[row + ReportField.reportedAtMs] = now;
     r[row + ReportField.reports] = (r[row + ReportField.reports] as number) + 1;
     this.changes++;
   }
 
-  /** Records a probe answer for record `index`; its use count starts again at 0. */
+  /**
+   * Records a probe answer for record `index` (`latencyMs` NaN or 0: unknown); its use count
+   * starts again at 0.
+   */
   probed(index: number, inFlight: number, latencyMs: number, now: number): void {
     const r = this.#rows;
     const row = index * STRIDE;
     r[row + ReportField.probeInFlight] = inFlight;
-    r[row + ReportField.probeLatencyMs] = latencyMs;
+    r[row + ReportField.probeLatencyMs] = latencyMs > 0 ? latencyMs : Number.NaN;
     r[row + ReportField.probedAtMs] = now;
     r[row + ReportField.probeUses] = 0;
     this.changes++;

@@ -157,7 +157,7 @@ export class HttpLoadProber implements LoadProber {
       if (res.statusCode !== 200 || text === undefined || this.#shutdown.closed) return false;
       const answer = parseProbeAnswer(text);
       if (answer === undefined) return false;
-      target.load.probed(answer.inFlight, answer.latencyMs, clock.now());
+      target.load.probed(answer.inFlight, answer.latencyMs ?? Number.NaN, clock.now());
       return true;
     } catch {
       return false;

@@ -81,6 +81,20 @@ describe('HttpLoadProber', () => {
     expect(t.load.reported('probeLatencyMs')).toBe(12.5);
   });
 
+  it.each([
+    ['without latencyMs (a server that has completed nothing yet)', '{"protocol":"evenlb-load/1","inFlight":0}'],
+    ['with latencyMs 0 (what older servers answered then)', '{"protocol":"evenlb-load/1","inFlight":0,"latencyMs":0}'],
+  ])('records an answer %s with its latency unknown (NaN), not 0', async (_name, body) => {
+    const s = await server(document(body));
+    const { p, results } = prober();
+    const t = target(s.address, s.port);
+    p.probe(t);
+    await settled(p);
+    expect(results).toEqual(['sent', 'answered']);
+    expect(t.load.reported('probeInFlight')).toBe(0);
+    expect(t.load.reported('probeLatencyMs')).toBeNaN();
+  });
+
   it.each<[string, Answer]>([
     ['a slow answer', (_req, res) => setTimeout(() => res.writeHead(200).end('{}'), 2_000)],
     [

@@ -229,7 +229,11 @@ describe('reportLoad with fair-share recycling: one document, one path', () => {
     const doc = JSON.parse((await get(app.port, DEFAULT_LOAD_PATH, '127.0.4.1')).text) as Record<string, unknown>;
     expect(doc).toMatchObject({ protocol: 'evenlb-load/1', metric: 'requests-per-second', inFlight: 0 });
     expect(typeof doc.load).toBe('number');
-    expect(typeof doc.latencyMs).toBe('number');
+    // No request completed yet: the server does not know its latency and leaves it out.
+    expect(doc).not.toHaveProperty('latencyMs');
+    await get(app.port, '/', '127.0.4.1');
+    const later = JSON.parse((await get(app.port, DEFAULT_LOAD_PATH, '127.0.4.1')).text) as Record<string, unknown>;
+    expect(later.latencyMs).toBeGreaterThan(0);
     // Reporting stops; the peer document stays.
     await reporting.close();
     const after = JSON.parse((await get(app.port, DEFAULT_LOAD_PATH, '127.0.4.1')).text) as Record<string, unknown>;

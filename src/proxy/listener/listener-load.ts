@@ -140,8 +140,12 @@ export class ListenerLoad {
     const reporter = this.reporter;
     // Requests in flight over the period (Little's law: completions a second × the latency
     // estimate), or now if more: a snapshot alone would read 0 between a fast app's requests.
+    // Before the first completion the estimate is unknown: the snapshot alone.
     inFlight = () =>
-      Math.max(reporter.inFlight, ((reporter.report().rpsFractional ?? 0) * reporter.probeAnswer().latencyMs) / 1000);
+      Math.max(
+        reporter.inFlight,
+        ((reporter.report().rpsFractional ?? 0) * (reporter.probeAnswer().latencyMs ?? 0)) / 1000,
+      );
     if (config.recycle?.fairShare === undefined && o.loadPort !== undefined) {
       this.#endpoint = new LoadEndpoint(
         { path: DEFAULT_LOAD_PATH, port: o.loadPort, host: o.loadHost },

@@ -84,7 +84,11 @@ export class LoadEndpoint {
   document(): object {
     const probe = this.#probe?.();
     const base: object = this.#peer?.() ?? { protocol: LOAD_PROTOCOL };
-    return probe === undefined ? base : { ...base, inFlight: probe.inFlight, latencyMs: probe.latencyMs };
+    if (probe === undefined) return base;
+    // No latencyMs while the server does not know it (see `ProbeAnswer`).
+    return probe.latencyMs === undefined
+      ? { ...base, inFlight: probe.inFlight }
+      : { ...base, inFlight: probe.inFlight, latencyMs: probe.latencyMs };
   }
 
   /** Answers `req` when it asks for the document on the server itself; true when it did. */

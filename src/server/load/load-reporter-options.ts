@@ -6,6 +6,7 @@
  */
 import { isClock, systemClock } from '../../core/clock.js';
 import { type Input, opt, type Parsed } from '../../core/options.js';
+import { DEFAULT_LATENCY_MAX_AGE_MS } from './in-flight-latency.js';
 
 const isFunction = (v: unknown): v is () => number => typeof v === 'function';
 
@@ -35,7 +36,7 @@ export const loadReporterSpec = {
     optional: true,
   }),
   /** A request's latency history older than this is not read for the estimate, ms; default 30,000. */
-  latencyMaxAgeMs: opt.number({ min: 1, default: 30_000 }),
+  latencyMaxAgeMs: opt.number({ min: 1, default: DEFAULT_LATENCY_MAX_AGE_MS }),
   /** Time source; default the system clock (tests pass a `ManualClock`). */
   clock: opt.custom('a Clock (an object with now() and setTimeout())', isClock, { default: systemClock }),
 };

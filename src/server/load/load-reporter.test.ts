@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseLoadReport } from '../../balancing/load-report.js';
 import { ManualClock } from '../../core/clock.js';
-import { InFlightLatency } from './in-flight-latency.js';
 import { cpuLimitCores, LATENCY_SAMPLES_PER_SECOND, LoadReporter } from './load-reporter.js';
 
 const T0 = 1_000_000;
@@ -75,9 +74,15 @@ describe('LoadReporter', () => {
     const report = parseLoadReport(value as string);
     expect(report?.applicationUtilization).toBe(0.25);
     expect(report?.namedMetrics?.inflight).toBe(2);
-    expect(report?.namedMetrics?.latency_ms).toBe(0);
-    // The same in-flight count in the same period is the same string (built once).
+    // No request has completed: the latency is unknown, so it is left out (not 0).
+    expect(report?.namedMetrics).toEqual({ inflight: 2 });
     expect((held[1] as ReturnType<LoadReporter['begin']>).reportValue()).toBe(value);
+    clock.advance(7);
+    (held[2] as ReturnType<LoadReporter['begin']>).end();
+    const known = (held[0] as ReturnType<LoadReporter['begin']>).reportValue();
+    expect(parseLoadReport(known as string)?.namedMetrics).toEqual({ inflight: 1, latency_ms: 7 });
+    // The same in-flight count in the same period is the same string (built once).
+    expect((held[1] as ReturnType<LoadReporter['begin']>).reportValue()).toBe(known);
     for (const r of held) r.end();
     expect(reporter.inFlight).toBe(0);
     reporter.close();
@@ -100,6 +105,11 @@ describe('LoadReporter', () => {
   it('a probe answer counts every request in flight and the latency a newcomer can expect', () => {
     const clock = new ManualClock(T0);
     const reporter = new LoadReporter({ clock, cpu: false });
+    // Before any completion the server does not know its latency: the answer leaves it out.
+    const first = reporter.begin();
+    expect(reporter.probeAnswer()).toEqual({ inFlight: 1 });
+    clock.advance(10);
+    first.end();
     // Requests arriving with 0 others take 10 ms; with 1 other, 30 ms.
     for (let i = 0; i < 10; i++) {
       const first = reporter.begin();
@@ -164,34 +174,6 @@ describe('LoadReporter', () => {
   it('rejects bad options naming the field', () => {
     expect(() => new LoadReporter({ sampleRate: 2 })).toThrow(/sampleRate/);
     expect(() => new LoadReporter({ periodMs: 0 })).toThrow(/periodMs/);
-  });
-});
-
-describe('InFlightLatency', () => {
-  it('reads the estimate at the in-flight count asked, else the nearest recent one below, else above', () => {
-    const l = new InFlightLatency(1_000);
-    l.observe(2, 20, 0);
-    l.observe(5, 50, 0);
-    expect(l.estimate(2, 10)).toBe(20);
-    expect(l.estimate(4, 10)).toBe(20);
-    expect(l.estimate(7, 10)).toBe(50);
-    expect(l.estimate(0, 10)).toBe(20);
-    // Histories older than maxAgeMs are not read: the overall mean remains.
-    expect(l.estimate(3, 5_000)).toBeCloseTo(20 + (50 - 20) / 16, 6);
-  });
-
-  it('weighs each completion 1/8 in its count, and a stale count restarts', () => {
-    const l = new InFlightLatency(1_000);
-    l.observe(0, 10, 0);
-    l.observe(0, 90, 1);
-    expect(l.estimate(0, 2)).toBe(20);
-    l.observe(0, 40, 5_000);
-    expect(l.estimate(0, 5_000)).toBe(40);
-  });
-
-  it('counts above the last bucket share it', () => {
-    expect(InFlightLatency.bucket(500)).toBe(InFlightLatency.bucket(63));
-    expect(InFlightLatency.bucket(-1)).toBe(0);
   });
 });
 

@@ -167,15 +167,20 @@ export class LoadReporter {
     let value = this.#headers[others];
     if (value === undefined) {
       value = this.#format(others);
-      this.#headers[others] = value;
+      // Not kept while the latency is unknown: the first completion makes it known.
+      if (this.#latency.observed(0) > 0) this.#headers[others] = value;
     }
     return value;
   }
 
-  /** The probe answer now: every request in flight, and the latency a request arriving now can expect. */
+  /**
+   * The probe answer now: every request in flight, and the latency a request arriving now can
+   * expect — left out before the first completion (the server does not know it yet).
+   */
   probeAnswer(): ProbeAnswer {
     const inFlight = this.#inFlight;
-    return { inFlight, latencyMs: this.#latency.estimate(inFlight, this.#clock.now()) };
+    const latencyMs = this.#latency.estimate(0, inFlight, this.#clock.now());
+    return Number.isNaN(latencyMs) ? { inFlight } : { inFlight, latencyMs };
   }
 
   /** The figures of the last period (without the per-response named metrics). */
@@ -205,17 +210,17 @@ export class LoadReporter {
     if (failed) this.#errors++;
     if (Number.isNaN(request.startMs)) return;
     const now = this.#clock.now();
-    this.#latency.observe(request.arrivedInFlight, now - request.startMs, now);
+    this.#latency.observe(0, request.arrivedInFlight, now - request.startMs, now);
   }
 
+  /** The header value for `others` in flight; without `latency_ms` before the first completion (unknown). */
   #format(others: number): string {
-    const base = this.#report;
+    const latencyMs = this.#latency.estimate(0, others, this.#clock.now());
     return formatLoadReport({
-      ...base,
-      namedMetrics: {
-        [IN_FLIGHT_METRIC]: others,
-        [LATENCY_METRIC]: this.#latency.estimate(others, this.#clock.now()),
-      },
+      ...this.#report,
+      namedMetrics: Number.isNaN(latencyMs)
+        ? { [IN_FLIGHT_METRIC]: others }
+        : { [IN_FLIGHT_METRIC]: others, [LATENCY_METRIC]: latencyMs },
     });
   }
 

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { SeededRandom } from '../../core/random.js';
 import { type MeasuredWindow, PodLoads } from './pod-loads.js';
 
 const open = (startMs: number, endMs = Number.POSITIVE_INFINITY): MeasuredWindow => ({ startMs, endMs });
@@ -16,13 +15,10 @@ function meter(workers: number, createdAtMs: number, window: MeasuredWindow, win
   loads.started(4, createdAtMs);
   return {
     started: (t: number) => loads.started(5, t),
-    finished: (t: number, latencyMs: number) => loads.finished(5, t, latencyMs),
+    finished: (t: number, latencyMs: number) => loads.finished(5, t, latencyMs, 0),
     windowBusyMs: (t: number) => loads.windowBusyMs(5, t),
     recentUtilization: (t: number) => loads.recentUtilization(5, t),
     recentRequestsPerSecond: (t: number) => loads.recentRequestsPerSecond(5, t),
-    get recentLatencyMs() {
-      return loads.recentLatencyMs(5);
-    },
     get busy() {
       return loads.busy(5);
     },
@@ -84,41 +80,12 @@ describe('PodLoads', () => {
     expect(m.recentUtilization(3000)).toBeCloseTo(1 / 8, 6);
   });
 
-  it('recent latency: an EWMA that settles on a steady latency and follows a change within a few windows', () => {
-    const m = meter(8, 0, open(0), 1000);
-    expect(m.recentLatencyMs).toBe(0);
-    const r = new SeededRandom(5);
-    let t = 0;
-    // Latencies uniform in [5, 15] ms (mean 10), a response every 2 ms, for 5 s.
-    for (; t < 5000; t += 2) {
-      m.started(t);
-      m.finished(t + 1, 5 + 10 * r.next());
-    }
-    expect(m.recentLatencyMs / 10).toBeGreaterThan(0.9);
-    expect(m.recentLatencyMs / 10).toBeLessThan(1.1);
-    // Three times slower from now on: after one window about 1 − 1/e of the way, after five within 2%.
-    const from = m.recentLatencyMs;
-    for (const [until, fraction] of [
-      [6000, 0.55],
-      [10_000, 0.98],
-    ] as const) {
-      for (; t < until; t += 2) {
-        m.started(t);
-        m.finished(t + 1, 30);
-      }
-      expect((m.recentLatencyMs - from) / (30 - from)).toBeGreaterThan(fraction);
-    }
-  });
-
-  it('estimates the latency a request arriving at an in-flight count may expect, from requests that arrived at it', () => {
+  it("estimates a request's latency at an in-flight count by evenlb/server's rule, per pod; unknown before any", () => {
     const loads = new PodLoads(open(0), 1000, 1);
     loads.add(0, 4, 0);
     loads.add(1, 4, 0);
-    // Nothing yet: 0. Completions without an arrival count teach only the overall EWMA.
-    expect(loads.latencyAtInFlightMs(0, 3)).toBe(0);
-    loads.started(0, 0);
-    loads.finished(0, 20, 20);
-    expect(loads.latencyAtInFlightMs(0, 3)).toBe(20);
+    // Nothing yet: unknown (NaN), never 0 — a pod that served nothing must not look fastest.
+    expect(loads.latencyAtInFlightMs(0, 3, 0)).toBeNaN();
     // Requests that arrived at 1 took 10 ms, at 6 (a queue of 2 behind 4 workers) 30 ms.
     for (let t = 100; t < 2000; t += 10) {
       loads.started(0, t);
@@ -126,15 +93,18 @@ describe('PodLoads', () => {
       loads.started(0, t + 5);
       loads.finished(0, t + 8, 30, 6);
     }
-    expect(loads.latencyAtInFlightMs(0, 1)).toBeCloseTo(10, 9);
-    expect(loads.latencyAtInFlightMs(0, 3)).toBeCloseTo(10, 9); // nearest count below with a history
-    expect(loads.latencyAtInFlightMs(0, 0)).toBeCloseTo(10, 9); // none below: nearest above
-    expect(loads.latencyAtInFlightMs(0, 6)).toBeCloseTo(30, 9);
-    expect(loads.latencyAtInFlightMs(0, 500)).toBeCloseTo(30, 9); // 63 and above share one count
+    expect(loads.latencyAtInFlightMs(0, 1, 2000)).toBeCloseTo(10, 9);
+    expect(loads.latencyAtInFlightMs(0, 3, 2000)).toBeCloseTo(10, 9); // nearest count below with a history
+    expect(loads.latencyAtInFlightMs(0, 0, 2000)).toBeCloseTo(10, 9); // none below: nearest above
+    expect(loads.latencyAtInFlightMs(0, 6, 2000)).toBeCloseTo(30, 9);
+    expect(loads.latencyAtInFlightMs(0, 500, 2000)).toBeCloseTo(30, 9); // 63 and above share one count
     // Each new request weighs 1/8 in its count's estimate; the other pod's row is untouched.
     loads.started(0, 3000);
     loads.finished(0, 3010, 18, 1);
-    expect(loads.latencyAtInFlightMs(0, 1)).toBeCloseTo(11, 9);
-    expect(loads.latencyAtInFlightMs(1, 1)).toBe(0);
+    expect(loads.latencyAtInFlightMs(0, 1, 3010)).toBeCloseTo(11, 9);
+    expect(loads.latencyAtInFlightMs(1, 1, 3010)).toBeNaN();
+    // A pod added again at its index (a new pod) starts unknown.
+    loads.add(0, 4, 4000);
+    expect(loads.latencyAtInFlightMs(0, 1, 4000)).toBeNaN();
   });
 });

@@ -11,9 +11,8 @@
  *
  * What a server could tell of itself is readable at any time, cheaply and without side effects
  * on the run — the one place dataplanes that model load reports and probes read it: `inFlight`,
- * `recentUtilization(nowMs)`, `recentRequestsPerSecond(nowMs)`, `recentLatencyMs` and
- * `latencyEstimateMs` (the latency a request arriving now may expect, as a Prequal server
- * answers a probe).
+ * `recentUtilization(nowMs)`, `recentRequestsPerSecond(nowMs)` and `latencyEstimateMs(nowMs)`
+ * (the latency a request arriving now may expect, as a Prequal server answers a probe).
  */
 import { createEndpoint, type Endpoint } from '../../core/endpoint.js';
 import type { LatencyHistogram } from '../metrics/latency-histogram.js';
@@ -168,21 +167,12 @@ export class SimPod {
   }
 
   /**
-   * EWMA of the latencies of the requests it completed (arrival at the pod to response, so
-   * queueing included), each weighted `dt / (dt + server.loadWindowMs)` by the time since the
-   * previous response; 0 before its first response.
+   * The latency a request arriving at `nowMs` may expect, ms, as an `evenlb/server` answers a
+   * probe: its `InFlightLatency` estimate at the pod's in-flight count now (see
+   * `PodLoads.latencyAtInFlightMs`); NaN (unknown) before its first response.
    */
-  get recentLatencyMs(): number {
-    return this.#loads.recentLatencyMs(this.index);
-  }
-
-  /**
-   * The latency a request arriving now may expect, ms: the EWMA of the latencies of requests
-   * that arrived at the pod's in-flight count now (nearest count with a history; see
-   * `PodLoads.latencyAtInFlightMs`), else `recentLatencyMs`; 0 before the first response.
-   */
-  get latencyEstimateMs(): number {
-    return this.#loads.latencyAtInFlightMs(this.index, this.inFlight);
+  latencyEstimateMs(nowMs: number): number {
+    return this.#loads.latencyAtInFlightMs(this.index, this.inFlight, nowMs);
   }
 
   /** A worker took a request at `nowMs`. */

@@ -181,8 +181,8 @@ const serverSpec = {
   /** Fair-share shedding (the recycler's `fairShare`): shed only above the fleet mean × (1 + tolerance). */
   fairShare: opt.object(fairShareDecisionSpec, { optional: true }),
   /**
-   * What a pod reports of itself is recent over this many ms: its utilization over the trailing
-   * window and the time constant of its latency EWMA (what load reports and probes read).
+   * What a pod reports of itself is recent over this many ms: its utilization and request rate
+   * over the trailing window (what load reports read).
    */
   loadWindowMs: opt.number({ min: 0, exclusiveMin: true, default: 1000 }),
 };

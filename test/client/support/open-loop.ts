@@ -28,6 +28,11 @@ export interface OpenLoopOptions {
 export interface OpenLoopResult {
   /** Latencies of measured requests, ms, sorted. */
   readonly latenciesMs: number[];
+  /**
+   * Time the measured requests spent at their pod (queued and served), ms, sorted — when the
+   * pods answer it after their index (`"<index> <ms>"`); else empty.
+   */
+  readonly podLatenciesMs: number[];
   /** Measured requests answered per pod index. */
   readonly perPod: number[];
   readonly failed: number;
@@ -47,6 +52,7 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
   const randoms = o.agents.map((_, i) => new SeededRandom(o.seed * 97 + i));
   const next = randoms.map((r) => -Math.log(1 - r.next()) / perAgentRate);
   const latencies: number[] = [];
+  const podLatencies: number[] = [];
   const perPod = new Array<number>(o.pods).fill(0);
   let failed = 0;
   let sent = 0;
@@ -70,7 +76,9 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
         if (measure) {
           measured++;
           latencies.push(ms);
-          const pod = Number(text);
+          const [index, atPod] = text.split(' ');
+          if (atPod !== undefined) podLatencies.push(Number(atPod));
+          const pod = Number(index);
           if (pod >= 0 && pod < o.pods) perPod[pod] = (perPod[pod] as number) + 1;
         }
       } catch {
@@ -100,8 +108,10 @@ export async function openLoop(o: OpenLoopOptions): Promise<OpenLoopResult> {
     await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, 1_000))]);
   }
   latencies.sort((a, b) => a - b);
+  podLatencies.sort((a, b) => a - b);
   return {
     latenciesMs: latencies,
+    podLatenciesMs: podLatencies,
     perPod,
     failed: failed + pending.size,
     sent,

@@ -10,7 +10,7 @@ import type { TrackedEndpoint } from '../../picker.js';
 import type { LoadProber } from '../../policy.js';
 import { endpointInputs, pickKeys, tally } from '../../testing/fixtures.js';
 import { prequalPolicy, probeUses } from './prequal-policy.js';
-import { ProbePool, REUSE_WINDOW_PICKS, reuseBudget } from './probe-pool.js';
+import { FIRST_REUSE_WINDOW_PICKS, ProbePool, REUSE_WINDOW_PICKS, reuseBudget } from './probe-pool.js';
 import { RifQuantile } from './rif-quantile.js';
 
 /** Queues probes; the test answers them when it likes, as a transport would later. */
@@ -165,7 +165,13 @@ describe('prequal', () => {
     let nowMs = 0;
     const answer = (i: number): void =>
       endpoints[i % 4]!.load.report({ namedMetrics: { inflight: 1, latency_ms: 5 } }, ++nowMs);
-    // A report on (nearly) every response: 9 answers in 10 picks.
+    // A report on (nearly) every response: 9 answers in 10 picks. The first window is short (a
+    // balancer picking 27 times a second would keep 50 uses for 9.5 s of 256-pick windows).
+    for (let i = 0; i < FIRST_REUSE_WINDOW_PICKS; i++) {
+      if (i % 10 !== 9) answer(i);
+      pool.select();
+    }
+    expect(pool.maxUses).toBe(2);
     for (let i = 0; i < 2 * REUSE_WINDOW_PICKS; i++) {
       if (i % 10 !== 9) answer(i);
       pool.select();

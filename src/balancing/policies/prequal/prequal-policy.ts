@@ -13,7 +13,11 @@
  * endpoint's answer for free; while the pool has room, the endpoint a request goes to joins it
  * too, so its response's report answers for it — at the probe rate alone (one in 25 picks) a
  * balancer would take a hundred or more picks to hold the few endpoints it compares, and pick
- * as least-request on its own blind counts meanwhile. When the pool has no usable answer (none yet, all too old or
+ * as least-request on its own blind counts meanwhile. Endpoints that join a later list (a
+ * scale-out) are probed at the next pick, on credit against the budget, and join the pool: a
+ * random probe would reach one only after about n / probesPerRequest picks, and until then no
+ * pick compares it (its answer, in flight 0 and no latency yet, ranks it by in-flight alone; see
+ * `probe-pool.ts`). When the pool has no usable answer (none yet, all too old or
  * used up) the pick falls back to `least-request` on this balancer's own in-flight counts;
  * without a prober it is exactly `least-request`.
  *
@@ -46,7 +50,8 @@ const spec = {
   /** Endpoints (answers) the probe pool holds; default 16 (the paper's). */
   poolSize: opt.int({ min: 1, max: 256, default: 16 }),
   /**
-   * Picks one answer may serve. Default: 2 / answers per pick, measured — about 2 when every
+   * Picks one answer may serve. Default: 2 / answers per pick, measured over 256 picks (the
+   * first windows 16, 32, … picks) — about 2 when every
    * response carries a report, ⌈2 / probesPerRequest⌉ (50 at the default rate) on probes alone.
    */
   maxProbeUses: opt.int({ min: 1, max: MAX_PROBE_USES, optional: true }),
@@ -92,6 +97,10 @@ class PrequalBuilder implements PickerBuilder {
   readonly #pool: ProbePool;
   /** [probe credit]: a typed slot, so adding a fraction never boxes a number. */
   readonly #credit = new Float64Array(1);
+  /** Keys of the last endpoint list built (undefined before the first). */
+  #listed: ReadonlySet<string> | undefined;
+  /** Keys that joined a later list and are not probed yet. */
+  readonly #newcomers = new Set<string>();
 
   constructor(options: PrequalOptions, env: PolicyEnv) {
     this.#options = options;
@@ -117,7 +126,20 @@ class PrequalBuilder implements PickerBuilder {
     const rate = this.#options.probesPerRequest;
     const spread = n > this.#options.poolSize;
     const credit = this.#credit;
+    const newcomers = this.#newcomersAt(keys);
+    let unprobed = newcomers.length;
     return (context) => {
+      if (unprobed > 0) {
+        // Endpoints that joined (a scale-out) are probed at once, on credit, so they are
+        // compared from their first answer on instead of waiting for a random probe.
+        for (const p of newcomers) {
+          pool.admit(p, keys[p]!, endpoints[p]!.load.index);
+          prober.probe(endpoints[p]!);
+          this.#newcomers.delete(keys[p]!);
+        }
+        credit[0]! -= unprobed;
+        unprobed = 0;
+      }
       credit[0]! += rate;
       // Above one probe per pick, a pick sends several.
       while (credit[0]! >= 1) {
@@ -140,6 +162,23 @@ class PrequalBuilder implements PickerBuilder {
       }
       return picked;
     };
+  }
+
+  /**
+   * Positions of the keys in `keys` that were not in the last list built (and, still listed,
+   * not probed since they joined), at most `poolSize`; none on the first list, which the pool
+   * fills from the endpoints its requests go to.
+   */
+  #newcomersAt(keys: readonly string[]): Int32Array {
+    const listed = this.#listed;
+    this.#listed = new Set(keys);
+    if (listed !== undefined) for (const k of keys) if (!listed.has(k)) this.#newcomers.add(k);
+    const positions: number[] = [];
+    for (const [p, k] of keys.entries()) {
+      if (this.#newcomers.has(k) && positions.length < this.#options.poolSize) positions.push(p);
+    }
+    for (const k of this.#newcomers) if (!this.#listed.has(k)) this.#newcomers.delete(k);
+    return Int32Array.from(positions);
   }
 }
 

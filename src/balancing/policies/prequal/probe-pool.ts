@@ -9,11 +9,15 @@
  *
  * Selection is Prequal's hot/cold lexicographic rule over the usable slots (answer younger
  * than `maxProbeAgeMs`, used fewer than the reuse budget's times — fixed, or 2 / answers
- * taken per pick over the last `REUSE_WINDOW_PICKS` picks): the answer's RIF moves by this
+ * taken per pick over the last `REUSE_WINDOW_PICKS` picks, the first windows shorter): the answer's RIF moves by this
  * balancer's own in-flight change at the endpoint since the answer (requests it sent there
  * minus those that came back — the paper adds 1 per use), a slot is hot when that RIF is
  * above the `coldQuantile` of recent answers' RIF; among cold slots the lowest latency wins
- * (ties: lower RIF). The answer's latency is for a request arriving at the answer's RIF; when
+ * (ties: lower RIF), and a cold slot of unknown latency (the server has completed nothing yet:
+ * its answer left the latency out, or said 0 as older servers did) is ranked by RIF alone — it
+ * wins when no cold slot of known latency has fewer in flight, so a pod a scale-out just added
+ * takes about what least-request would give it until its first answers carry a latency, neither
+ * a burst on a latency of 0 nor nothing. The answer's latency is for a request arriving at the answer's RIF; when
  * this balancer's own requests have since raised the RIF, the latency is compared scaled by
  * (RIF now + 1) / (answered RIF + 1), as Linkerd's cost grows with pending requests — else a
  * fast endpoint would draw every pick until it turned hot, in bursts its server queues. If all
@@ -56,6 +60,12 @@ export interface ProbePoolOptions {
  * answers actually arrive, not the probe rate alone.
  */
 export const REUSE_WINDOW_PICKS = 256;
+/**
+ * Picks of the first reuse window; each next one is twice as long, up to `REUSE_WINDOW_PICKS`.
+ * A balancer picking 27 times a second would otherwise keep the initial budget (50 on probes
+ * alone, where reports bring about 2) for its first 9.5 s.
+ */
+export const FIRST_REUSE_WINDOW_PICKS = 16;
 /** The largest reuse budget. */
 export const MAX_PROBE_USES = 100_000;
 
@@ -119,6 +129,8 @@ export class ProbePool {
   readonly #adaptive: boolean;
   /** Picks and answers taken in the current reuse window (adaptive budget). */
   #windowPicks = 0;
+  /** Picks of the current reuse window. */
+  #windowLength = FIRST_REUSE_WINDOW_PICKS;
   #windowAnswers = 0;
 
   constructor(options: ProbePoolOptions) {
@@ -226,8 +238,9 @@ export class ProbePool {
     const perWeight = this.#perWeight;
     // Answers from before this are too old; never -∞, so a slot without an answer (-∞) is out.
     const oldest = Math.max(this.#latestMs[0]! - this.#o.maxProbeAgeMs, -Number.MAX_VALUE);
-    if (this.#adaptive && ++this.#windowPicks >= REUSE_WINDOW_PICKS) {
+    if (this.#adaptive && ++this.#windowPicks >= this.#windowLength) {
       this.#maxUses = reuseBudget(this.#windowAnswers / this.#windowPicks);
+      this.#windowLength = Math.min(REUSE_WINDOW_PICKS, 2 * this.#windowLength);
       this.#windowPicks = 0;
       this.#windowAnswers = 0;
     }
@@ -236,6 +249,11 @@ export class ProbePool {
     let cold = -1;
     let coldLatency = Number.POSITIVE_INFINITY;
     let coldRif = Number.POSITIVE_INFINITY;
+    // The lowest RIF of the cold slots of known latency, and the cold slot of unknown latency
+    // with the lowest RIF (a server that has completed nothing yet).
+    let knownRif = Number.POSITIVE_INFINITY;
+    let unknown = -1;
+    let unknownRif = Number.POSITIVE_INFINITY;
     let hot = -1;
     let hotRif = Number.POSITIVE_INFINITY;
     let usable = 0;
@@ -248,11 +266,19 @@ export class ProbePool {
       const current = Math.max(rifs[s]! + own[records[s]!]! - ownAtAnswer[s]!, 0);
       const rif = w === 1 ? current : (current + 1) * w - 1;
       if (rif <= hotAbove) {
-        // NaN latency (a report before any observation or probe) ranks last among the cold.
-        // Requests this balancer added since the answer raise it as they raise the RIF.
         const answered = rifs[s]!;
+        if (!(latencies[s]! >= 0)) {
+          // Unknown latency: ranked by RIF alone (below).
+          if (rif < unknownRif) {
+            unknown = s;
+            unknownRif = rif;
+          }
+          continue;
+        }
+        if (rif < knownRif) knownRif = rif;
+        // Requests this balancer added since the answer raise the latency as they raise the RIF.
         const l = current > answered ? (latencies[s]! * (current + 1)) / (answered + 1) : latencies[s]!;
-        const latency = l >= 0 ? l * w : Number.POSITIVE_INFINITY;
+        const latency = l * w;
         if (cold < 0 || latency < coldLatency || (latency === coldLatency && rif < coldRif)) {
           cold = s;
           coldLatency = latency;
@@ -266,7 +292,10 @@ export class ProbePool {
     // Fewer than two to compare: the pool knows too little (the other answers expired or were
     // used up); the caller's fallback spreads instead of piling onto the one endpoint it knows.
     if (usable < 2) return -1;
-    const chosen = cold >= 0 ? cold : hot;
+    // A cold slot of unknown latency wins when no cold one of known latency has fewer in flight
+    // (ties to it, so that it learns its latency): never on a latency it does not have, never
+    // starved while it is as idle as the idlest.
+    const chosen = unknown >= 0 && unknownRif <= knownRif ? unknown : cold >= 0 ? cold : hot;
     uses[chosen]!++;
     return pos[chosen]!;
   }

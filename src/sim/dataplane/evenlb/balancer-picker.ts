@@ -205,7 +205,8 @@ export class BalancerPicker implements RequestPicker {
     r.applicationUtilization = pod.recentUtilization(nowMs);
     r.rpsFractional = pod.recentRequestsPerSecond(nowMs);
     this.#named.inflight = pod.inFlight;
-    this.#named.latency_ms = pod.latencyEstimateMs;
+    // NaN before the pod's first response: the latency is unknown (a real server leaves it out).
+    this.#named.latency_ms = pod.latencyEstimateMs(nowMs);
     return r;
   }
 

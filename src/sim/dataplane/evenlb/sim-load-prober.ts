@@ -2,7 +2,7 @@
  * Load probes on virtual time, for the evenlb dataplanes whose policy probes (`prequal`). A
  * probe travels to the pod for half of `rttMs`, the pod answers from its state at that moment
  * — requests in flight (in service plus queued) and the latency a request arriving now may
- * expect (`SimPod.inFlight`, `SimPod.latencyEstimateMs`) — and the answer reaches the balancer's load record after the other half
+ * expect (`SimPod.inFlight`, `SimPod.latencyEstimateMs`; NaN: unknown) — and the answer reaches the balancer's load record after the other half
  * (`EndpointLoad.probed`). A probe to a pod that is gone, or gone by the time it arrives, gets
  * no answer (a refused connection). Probes in flight sit in slots of typed arrays reused
  * through a free list, so probing allocates nothing once the table has grown; `sent` and
@@ -58,7 +58,7 @@ export class SimLoadProber implements LoadProber {
       return;
     }
     this.#inFlight[slot] = pod.inFlight;
-    this.#latencyMs[slot] = pod.latencyEstimateMs;
+    this.#latencyMs[slot] = pod.latencyEstimateMs(this.#ctx.scheduler.now);
     this.#ctx.scheduler.after(this.#halfRttMs, this.#kAnswer, slot);
   }
 
