@@ -7,15 +7,16 @@
  *
  * Asserted in every run: no request fails, and the median max/mean is at most 1.15 (the goal's
  * figures). The goal's third figure — the pod added by the scale-out at ≥ 90% of its fair share
- * (median of the seeds) — depends on how much of the demo's load a machine can drive through
- * three processes per request: on a 2-core machine the medians were 50%, 70%, 77%, 79% and 92%
- * in five runs of 2026-12-02, and 48–57% in five later runs there while other jobs held the cores
- * (docs/demo.md), so it is measured and judged by `npm run bench --
- * demo` (`sidecarGoal` in bench/results/demo.json) and printed here, not asserted. What is
- * asserted is that fair share fills the new pod at all — a median above a quarter of its fair
- * share, where pinned connections leave it at 0% (medians of 50–92% were seen; the share falls
- * with the pace the clients reach) — when the runs drove at least half the nominal load (below
- * that the share measures the machine; the check is skipped, saying so).
+ * (median of the seeds) — is asserted when the runs drove at least 85% of the demo's nominal load
+ * (median of the seeds). The clients send one request at a time and, once behind their schedule,
+ * the next as soon as the last returns: on a machine that cannot carry the load, a connection's
+ * rate is set by the latency through the pod it landed on, not by the client's schedule. The
+ * new pod then holds its fair share of connections within a second of the scale-out, but each
+ * carries fewer requests — 0.4–0.8× the others' on 2026-12-02 with the two cores saturated
+ * (docs/demo.md) — and its share measures the machine. Below 85% the goal is not judged (the test
+ * says so and skips); what is asserted then is that fair share fills the new pod at all — a
+ * median above a quarter of its fair share, where pinned connections leave it at 0% — when the
+ * runs drove at least half the nominal load.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -75,16 +76,25 @@ describe(`evenlb demo --phases sidecar, seeds 1–3 (${dataplane}${support.ok ? 
     expect(median(runs.map((r) => r.phase.maxOverMean))).toBeLessThanOrEqual(1.15);
   });
 
-  it('fair share fills the new pod: median share above a quarter of its fair share (the goal of 90% is printed)', (ctx) => {
-    const pace = median(runs.map((r) => (r.phase.okRequests + r.phase.failedRequests) / NOMINAL_REQUESTS));
-    if (pace < 0.5)
+  const pace = (): number => median(runs.map((r) => (r.phase.okRequests + r.phase.failedRequests) / NOMINAL_REQUESTS));
+  const share = (): number => median(runs.map((r) => r.phase.newPodShareOfFair));
+
+  it('fair share fills the new pod: median share above a quarter of its fair share', (ctx) => {
+    if (pace() < 0.5)
       ctx.skip(
-        `the machine drove ${Math.round(pace * 100)}% of the demo's nominal load (median of the runs): the new pod's share would measure the machine`,
+        `the machine drove ${Math.round(pace() * 100)}% of the demo's nominal load (median of the runs): the new pod's share would measure the machine`,
       );
-    const share = median(runs.map((r) => r.phase.newPodShareOfFair));
+    expect(share()).toBeGreaterThan(0.25);
+  });
+
+  it('the goal: the new pod at >= 90% of its fair share (median of the seeds) when the clients kept their pace', (ctx) => {
     console.log(
-      `new pod, median of the seeds: ${(share * 100).toFixed(0)}% of its fair share (goal ≥ 90%: ${share >= 0.9 ? 'met' : 'not met'} in this run)`,
+      `new pod, median of the seeds: ${(share() * 100).toFixed(0)}% of its fair share; the clients drove ${Math.round(pace() * 100)}% of the nominal load`,
     );
-    expect(share).toBeGreaterThan(0.25);
+    if (pace() < 0.85)
+      ctx.skip(
+        `the machine drove ${Math.round(pace() * 100)}% of the demo's nominal load (median of the runs), under the 85% at which the goal is judged`,
+      );
+    expect(share()).toBeGreaterThanOrEqual(0.9);
   });
 });
