@@ -33,11 +33,9 @@ import { parseArgs } from 'node:util';
 import type { FairShareLoadMetric } from '../balancing/fair-share/fair-share-options.js';
 import { systemClock } from '../core/clock.js';
 import { SeededRandom } from '../core/random.js';
-import { DEFAULT_LOAD_PATH } from '../server/fair-share/fair-share-options.js';
-import { LoadExchangeClient } from '../server/fair-share/load-exchange.js';
 import { recycleConnections } from '../server/recycle-connections.js';
 import { listenToParent, sendToParent } from './child-channel.js';
-import { inParallelLoops, WARM_UP_HEADER, warmUp } from './pod-warm-up.js';
+import { WARM_UP_HEADER, warmUp, warmUpLoadExchange } from './pod-warm-up.js';
 
 const STATS_INTERVAL_MS = 100;
 
@@ -184,38 +182,6 @@ async function main(): Promise<void> {
     sendToParent({ type: 'error', message: err.message });
     process.exit(1);
   });
-}
-
-/**
- * Asks this pod's own load document `count` times (4 at a time) through the load exchange's
- * client (a new connection each, as the exchange does), so both ends of the exchange are
- * compiled before the pod is listed. Fifty questions take under a second on a busy machine
- * and are enough: the first few compile the code, the rest let it be optimised.
- */
-async function warmUpLoadExchange(
-  address: string,
-  port: number,
-  count: number,
-  metric: FairShareLoadMetric | undefined,
-): Promise<void> {
-  if (!(count > 0)) return;
-  const client = new LoadExchangeClient({
-    clock: systemClock,
-    timeoutMs: 5000,
-    metric: metric ?? 'requests-per-second',
-    path: DEFAULT_LOAD_PATH,
-    tls: false,
-  });
-  const askOnce = async (): Promise<void> => {
-    const answer = await client.ask(address, port);
-    if (!answer.ok) throw new Error(`load exchange warm-up: ${answer.error}`);
-  };
-  try {
-    // As many questions at once as a listed pod asks per period (its peers), in less time.
-    await inParallelLoops(count, askOnce);
-  } finally {
-    await client.close();
-  }
 }
 
 main().catch((err: unknown) => {

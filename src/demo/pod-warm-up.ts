@@ -7,6 +7,10 @@
  * (`sidecar-pod-main`), which warm up through their sidecar.
  */
 import { Agent, request } from 'node:http';
+import type { FairShareLoadMetric } from '../balancing/fair-share/fair-share-options.js';
+import { systemClock } from '../core/clock.js';
+import { DEFAULT_LOAD_PATH } from '../server/fair-share/fair-share-options.js';
+import { LoadExchangeClient } from '../server/fair-share/load-exchange.js';
 
 /** The header that marks a warm-up request: pods answer it and leave it out of their counts. */
 export const WARM_UP_HEADER = 'x-evenlb-demo-warm-up';
@@ -52,5 +56,44 @@ export async function warmUp(address: string, port: number, count: number): Prom
     await inParallelLoops(count, once);
   } finally {
     agent.destroy();
+  }
+}
+
+/**
+ * Asks a pod's own load document at `address:port` `count` times (4 at a time) through the load
+ * exchange's own client — undici's HTTP/1.1 client and its llhttp parser, which the exchange
+ * uses and nothing else in a pod does — so both ends of the exchange are compiled before the
+ * pod is listed. Once listed, a pod asks every peer and is asked by every peer ten times a
+ * second: a cold client compiles llhttp's WebAssembly and loads undici's parser modules at its
+ * first question, and on a saturated machine that stalled the new pod's event loop (and its
+ * clients, who send one request at a time) for seconds. Fifty questions are enough: the first
+ * few compile the code, the rest let it be optimised.
+ *
+ * @example
+ * await warmUpLoadExchange('127.0.1.1', 9901, 50, 'connections');
+ */
+export async function warmUpLoadExchange(
+  address: string,
+  port: number,
+  count: number,
+  metric: FairShareLoadMetric | undefined,
+): Promise<void> {
+  if (!(count > 0)) return;
+  const client = new LoadExchangeClient({
+    clock: systemClock,
+    timeoutMs: 5000,
+    metric: metric ?? 'requests-per-second',
+    path: DEFAULT_LOAD_PATH,
+    tls: false,
+  });
+  const askOnce = async (): Promise<void> => {
+    const answer = await client.ask(address, port);
+    if (!answer.ok) throw new Error(`load exchange warm-up: ${answer.error}`);
+  };
+  try {
+    // As many questions at once as a listed pod asks per period (its peers), in less time.
+    await inParallelLoops(count, askOnce);
+  } finally {
+    await client.close();
   }
 }

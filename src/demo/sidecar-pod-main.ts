@@ -20,10 +20,10 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { FairShareLoadMetric } from '../balancing/fair-share/fair-share-options.js';
 import { systemClock } from '../core/clock.js';
 import { proxyMetricNames } from '../metrics/proxy-metrics.js';
 import { ProxyServer } from '../proxy/proxy-server.js';
@@ -32,7 +32,7 @@ import { startSidecarRuntime } from '../proxy/sidecar/sidecar-runtime.js';
 import { listenToParent, sendToParent } from './child-channel.js';
 import { childScript } from './child-scripts.js';
 import { DemoChild, type Spawner } from './demo-child.js';
-import { inParallelLoops, warmUp } from './pod-warm-up.js';
+import { warmUp, warmUpLoadExchange } from './pod-warm-up.js';
 import { DEMO_MARKER_FLAG } from './protocol.js';
 
 const STATS_INTERVAL_MS = 100;
@@ -152,7 +152,13 @@ async function main(): Promise<void> {
 
   const warmUpCount = Number(values['warm-up-requests']);
   await warmUp(address, port, warmUpCount);
-  await warmUpLoadExchange(address, loadPort, warmUpCount / 24);
+  // Both ends of the fair-share exchange, its client too (see pod-warm-up), as the evenlb pods do.
+  await warmUpLoadExchange(
+    address,
+    loadPort,
+    warmUpCount / 24,
+    values['fair-share-load-metric'] as FairShareLoadMetric | undefined,
+  );
   // Warm-up requests are answered and left out: the count starts once the pod is ready.
   const warmUpForwarded = forwarded();
   const openedBefore = await listenerValue(opened);
@@ -208,25 +214,6 @@ async function main(): Promise<void> {
   });
   await report(true);
   sendToParent({ type: 'listening', address, port, pid: process.pid });
-}
-
-/**
- * Asks the sidecar's own load document `count` times (4 at a time, a connection each, as peers
- * ask), so the exchange's server side is compiled before the pod is listed (see pod-main).
- */
-async function warmUpLoadExchange(address: string, loadPort: number, count: number): Promise<void> {
-  if (!(count > 0)) return;
-  const ask = (): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const req = get({ host: address, port: loadPort, path: '/.well-known/evenlb/load', agent: false }, (res) => {
-        res.resume();
-        res.on('end', () =>
-          res.statusCode === 200 ? resolve() : reject(new Error(`load exchange: ${res.statusCode}`)),
-        );
-      });
-      req.on('error', reject);
-    });
-  await inParallelLoops(count, ask);
 }
 
 main().catch((err: unknown) => {

@@ -7,13 +7,16 @@
  *
  * Asserted in every run: no request fails, and the median max/mean is at most 1.15 (the goal's
  * figures). The goal's third figure — the pod added by the scale-out at ≥ 90% of its fair share
- * (median of the seeds) — is asserted when the runs drove at least 90% of the demo's nominal load
- * (median of the seeds). The clients send one request at a time and, once behind their schedule,
- * the next as soon as the last returns: on a machine that cannot carry the load, a connection's
- * rate is set by the latency through the pod it landed on, not by the client's schedule. The
- * new pod then holds its fair share of connections within a second of the scale-out, but each
- * carries fewer requests — 0.4–0.8× the others' on 2026-12-02 with the two cores saturated
- * (docs/demo.md) — and its share measures the machine. Below 90% the goal is not judged (the test
+ * (median of the seeds) — is asserted when the runs drove at least 70% of the demo's nominal load
+ * (median of the seeds; the demo alone drives 77–87% of it on two quiet cores). The clients send
+ * one request at a time and, once behind their schedule, the next as soon as the last returns:
+ * on a machine that cannot carry the load, a connection's rate is one over the latency through
+ * the pod it landed on, so whatever makes the new pod slower than its peers in its first seconds
+ * shows as a smaller share. Until 2026-12-02 that was the fair-share exchange's client, left cold
+ * by the sidecar pods' warm-up and compiled at the new pod's first question to a peer (undici's
+ * parser and its WebAssembly): each of the new pod's connections carried 0.4–0.8× the others'
+ * requests on a saturated machine. Warmed, the share is 85–97% per run with the clients at 29–65%
+ * of their pace and 94–96% at 77–87% (docs/demo.md). Below 70% the goal is not judged (the test
  * says so and skips); what is asserted then is that fair share fills the new pod at all — a
  * median above a quarter of its fair share, where pinned connections leave it at 0% — when the
  * runs drove at least half the nominal load.
@@ -32,6 +35,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const SEEDS = [1, 2, 3];
 /** The demo's defaults: 20 clients × 80 requests/s for 11 s. */
 const NOMINAL_REQUESTS = 20 * 80 * 11;
+/** The share of the nominal load from which the goal is judged (median of the runs). */
+const GOAL_PACE = 0.7;
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 const support = netnsSupport();
@@ -91,9 +96,9 @@ describe(`evenlb demo --phases sidecar, seeds 1–3 (${dataplane}${support.ok ? 
     console.log(
       `new pod, median of the seeds: ${(share() * 100).toFixed(0)}% of its fair share; the clients drove ${Math.round(pace() * 100)}% of the nominal load`,
     );
-    if (pace() < 0.9)
+    if (pace() < GOAL_PACE)
       ctx.skip(
-        `the machine drove ${Math.round(pace() * 100)}% of the demo's nominal load (median of the runs), under the 90% at which the goal is judged`,
+        `the machine drove ${Math.round(pace() * 100)}% of the demo's nominal load (median of the runs), under the ${GOAL_PACE * 100}% at which the goal is judged`,
       );
     expect(share()).toBeGreaterThanOrEqual(0.9);
   });
