@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseProxyConfig } from '../../src/proxy/config/proxy-config.js';
-import { buildCli } from '../support/run-cli.js';
+import { buildCli, type CliRun, runCli } from '../support/run-cli.js';
 import { type Backend, startBackend, waitFor } from './helpers.js';
 
 let cli = '';
@@ -24,11 +24,6 @@ beforeAll(() => {
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
-
-function runCli(args: string[]): { status: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, [cli, 'proxy', ...args], { encoding: 'utf8', timeout: 15_000 });
-  return { status: r.status, stderr: r.stderr };
-}
 
 const invalid: { name: string; yaml: string; field: RegExp }[] = [
   {
@@ -100,20 +95,52 @@ const invalid: { name: string; yaml: string; field: RegExp }[] = [
 ];
 
 describe('proxy configuration', () => {
-  it.each(invalid)('rejects $name with exit code 2 and names the field', ({ yaml, field }) => {
-    const file = join(dir, 'bad.yaml');
-    writeFileSync(file, yaml);
-    const r = runCli(['--config', file]);
-    expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(field);
+  /** Timeout of one rejected start, ms (15 of them run at once on a shared machine). */
+  const REJECT_TIMEOUT_MS = 60_000;
+  /**
+   * Every rejected start of this block, started together in child processes of their own: each
+   * costs a process start and the CLI's module load (most of a second of CPU), and they share
+   * nothing — one file per case — so the cases' checks wait for their own run only.
+   */
+  const rejected = new Map<string, Promise<CliRun>>();
+  const startRejected = (key: string, args: string[]): void => {
+    const run = runCli(cli, ['proxy', ...args], { timeoutMs: REJECT_TIMEOUT_MS });
+    // Awaited by its test; a failure is reported there, not as an unhandled rejection.
+    run.catch(() => undefined);
+    rejected.set(key, run);
+  };
+  const rejectedRun = (key: string): Promise<CliRun> => rejected.get(key) as Promise<CliRun>;
+
+  beforeAll(() => {
+    invalid.forEach(({ name, yaml }, i) => {
+      const file = join(dir, `bad-${i}.yaml`);
+      writeFileSync(file, yaml);
+      startRejected(name, ['--config', file]);
+    });
+    startRejected('bad flags', ['--listen', '127.0.0.1:0', '--upstream', 'static:///nope']);
+    startRejected('no flags', []);
   });
 
-  it('rejects bad flags with exit code 2', () => {
-    const r = runCli(['--listen', '127.0.0.1:0', '--upstream', 'static:///nope']);
-    expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/clusters\[0\]\.target/);
-    expect(runCli([]).status).toBe(2);
-  });
+  it.each(invalid)(
+    'rejects $name with exit code 2 and names the field',
+    async ({ name, field }) => {
+      const r = await rejectedRun(name);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(field);
+    },
+    REJECT_TIMEOUT_MS,
+  );
+
+  it(
+    'rejects bad flags with exit code 2',
+    async () => {
+      const r = await rejectedRun('bad flags');
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/clusters\[0\]\.target/);
+      expect((await rejectedRun('no flags')).code).toBe(2);
+    },
+    REJECT_TIMEOUT_MS,
+  );
 
   it('parses a full configuration with defaults filled in', () => {
     const c = parseProxyConfig(`

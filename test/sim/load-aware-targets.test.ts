@@ -13,6 +13,7 @@
  * Full-length runs (the slowdown episode needs its minute); about 20 s in all.
  */
 import { describe, expect, it } from 'vitest';
+import type { DataplaneModel } from '../../src/sim/dataplane/dataplane.js';
 import type { RequestPicker } from '../../src/sim/dataplane/per-request-router.js';
 import { resolveDataplanes } from '../../src/sim/dataplane/registry.js';
 import type { SimPod } from '../../src/sim/model/sim-pod.js';
@@ -20,7 +21,7 @@ import type { SimulationContext } from '../../src/sim/model/simulation-context.j
 import type { SimDataplaneResult, SimReport } from '../../src/sim/report/sim-report.js';
 import { runScenario } from '../../src/sim/run-simulation.js';
 import { findBuiltinScenario, parseBuiltinScenario } from '../../src/sim/scenario/builtin-scenarios.js';
-import { requestDataplane, result, runBuiltin } from './support.js';
+import { requestDataplane, result } from './support.js';
 
 /**
  * Sends every request to the pod with the fewest requests in flight at that very moment (ties:
@@ -60,19 +61,39 @@ function median(values: readonly number[]): number {
 
 type Figure = (r: SimDataplaneResult) => number;
 
-/** Runs `scenario` with seeds 1–3 (no request may fail); the median of a figure of a dataplane. */
-function seeds(scenario: string, dataplanes: readonly string[]): (dataplane: string, figure: Figure) => number {
-  const reports: SimReport[] = SEEDS.map((seed) => runBuiltin(scenario, dataplanes, {}, seed));
+/** Runs the built-in `scenario` through `dataplanes` with seeds 1–3. */
+function runSeeds(scenario: string, dataplanes: readonly DataplaneModel[]): SimReport[] {
+  const builtin = findBuiltinScenario(scenario);
+  if (builtin === undefined) throw new Error(`no built-in scenario ${scenario}`);
+  return SEEDS.map((seed) => runScenario({ scenario: parseBuiltinScenario(builtin), dataplanes, seed }));
+}
+
+/** No request failed in `reports`; the median over them of a figure of a dataplane. */
+function medians(reports: readonly SimReport[]): (dataplane: string, figure: Figure) => number {
   for (const report of reports) for (const r of report.results) expect(r.requests.failed).toBe(0);
   return (dataplane, figure) => median(reports.map((report) => figure(result(report, dataplane))));
+}
+
+let heterogeneousRuns: SimReport[] | undefined;
+/**
+ * `heterogeneous` with seeds 1–3 through the load-aware policies and the true-in-flight bound,
+ * run once for the two tests that read it (peak-EWMA's runs are the same in both). A
+ * dataplane's figures depend only on the scenario and the seed — every dataplane of a run gets
+ * the same per-trial seeds and a simulation of its own — not on which others share the run.
+ */
+function heterogeneous(): SimReport[] {
+  heterogeneousRuns ??= runSeeds('heterogeneous', [
+    ...resolveDataplanes(['evenlb:prequal', 'evenlb:least-request', 'evenlb:peak-ewma', 'evenlb:report-weighted']),
+    trueInFlight,
+  ]);
+  return heterogeneousRuns;
 }
 
 const p99: Figure = (r) => r.latencyMs?.p99 as number;
 
 describe('load-aware policies against their simulator targets (medians of seeds 1–3)', () => {
   it('heterogeneous: prequal ≤ 0.6× least-request and within 10% of peak-EWMA, even utilization, probes ≤ 5%; report-weighted ≤ 0.8× least-request', () => {
-    const dataplanes = ['evenlb:prequal', 'evenlb:least-request', 'evenlb:peak-ewma', 'evenlb:report-weighted'];
-    const med = seeds('heterogeneous', dataplanes);
+    const med = medians(heterogeneous());
     const lr = med('evenlb:least-request', p99);
     expect(med('evenlb:prequal', p99) / lr).toBeLessThanOrEqual(0.6);
     expect(med('evenlb:prequal', p99) / med('evenlb:peak-ewma', p99)).toBeLessThanOrEqual(1.1);
@@ -82,16 +103,9 @@ describe('load-aware policies against their simulator targets (medians of seeds 
   });
 
   it("heterogeneous: even the true in-flight counts of every pod at each pick give more than 0.8× peak-EWMA's p99", () => {
-    const builtin = findBuiltinScenario('heterogeneous');
-    if (builtin === undefined) throw new Error('no built-in scenario heterogeneous');
-    const ratios = SEEDS.map((seed) => {
-      const report = runScenario({
-        scenario: parseBuiltinScenario(builtin),
-        dataplanes: [trueInFlight, ...resolveDataplanes(['evenlb:peak-ewma'])],
-        seed,
-      });
-      return p99(result(report, 'test:true-in-flight')) / p99(result(report, 'evenlb:peak-ewma'));
-    });
+    const ratios = heterogeneous().map(
+      (report) => p99(result(report, 'test:true-in-flight')) / p99(result(report, 'evenlb:peak-ewma')),
+    );
     expect(median(ratios)).toBeGreaterThan(0.8);
   });
 
@@ -104,7 +118,7 @@ describe('load-aware policies against their simulator targets (medians of seeds 
       'evenlb:round-robin',
       'evenlb:weighted-round-robin',
     ];
-    const med = seeds('steady', dataplanes);
+    const med = medians(runSeeds('steady', resolveDataplanes(dataplanes)));
     const lr = med('evenlb:least-request', p99);
     // 2% is one bucket of the latency histogram (growth 1.02): at most one bucket above.
     for (const d of dataplanes) expect(med(d, p99) / lr, d).toBeLessThanOrEqual(1.02 * (1 + 1e-6));
