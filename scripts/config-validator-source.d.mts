@@ -1,0 +1,3 @@
+/** See config-validator-source.mjs. */
+export declare const GENERATED_PATH: string;
+export declare function configValidatorSource(schema: object): string;
