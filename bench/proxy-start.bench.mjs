@@ -8,10 +8,11 @@
 // Run: npm run bench -- proxy-start   (EVENLB_BENCH_START_RUNS=N for N samples each; default 9)
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort, median } from './load-tools.mjs';
 import { printTable, writeResult } from './machine.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -33,17 +34,6 @@ const COMMANDS = {
     `require('node:http').createServer((q, s) => s.end()).listen(${port}, '127.0.0.1')`,
   ],
 };
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const accepts = (port) =>
   new Promise((resolve) => {
@@ -91,12 +81,6 @@ async function sample(name) {
     if (!exited) await new Promise((r) => child.once('exit', r));
   }
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 const names = Object.keys(COMMANDS);
 const loadBefore = loadavg();

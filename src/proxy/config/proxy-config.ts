@@ -46,13 +46,6 @@ export const defaultListenerLimits: ListenerLimits = Object.freeze({
 });
 
 /**
- * The schema's validator: ajv's code for `proxyConfigSchema`, generated at build time
- * (`npm run generate`; a test checks it is current), so a start does not compile the schema — that
- * was a fifth of the CPU of an `evenlb proxy` start, 0.2 s on a quiet core.
- */
-const validator = () => validateProxyConfig;
-
-/**
  * `listeners[].recycle.fairShare`: the recycler's own option spec (declared once, in
  * `fairShareSpec`), plus what a proxy listener needs — an `http`/`https` listener and a
  * `loadPort` (the exchange runs on its own port; peers are asked on it).
@@ -154,9 +147,10 @@ export function normalizeProxyConfig(input: unknown): ProxyConfig {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw configError('(config)', 'must be a mapping with listeners and clusters', input);
   }
-  const validate = validator();
-  if (!validate(input)) {
-    const first = validate.errors?.[0];
+  // ajv's code for `proxyConfigSchema`, generated at build time (`npm run generate`; a test checks
+  // it is current): a start does not compile the schema, which was a fifth of its CPU.
+  if (!validateProxyConfig(input)) {
+    const first = validateProxyConfig.errors?.[0];
     throw first === undefined ? configError('(config)', 'is invalid') : schemaError(first, input);
   }
   const raw = input as unknown as RawConfig;
