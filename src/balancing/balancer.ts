@@ -10,7 +10,8 @@
  * (`weightRefreshMs`) and publishes a new picker only when a weight changed, so `pick()` stays
  * synchronous, clock-free and allocation-free. A pushback from an endpoint re-plans at once
  * when no tick is armed (the tracker tells the Balancer), so the penalty starts with the first
- * 429, not a tick later.
+ * 429, not a tick later; likewise the response that ends an endpoint's herding guard re-plans
+ * at once, so a new endpoint is not drawn at its guarded weight until the next tick.
  */
 import { type Clock, systemClock, type TimerHandle } from '../core/clock.js';
 import type { Endpoint } from '../core/endpoint.js';
@@ -172,6 +173,8 @@ export class Balancer {
   #timer: TimerHandle | undefined;
   #closed = false;
   readonly #stopPushback: () => void;
+  /** Disarms the response watches of the guarded endpoints in `#plan`. */
+  #stopGuardWatches: (() => void)[] = [];
 
   constructor(options: BalancerOptions = {}) {
     ensureBuiltinPolicies();
@@ -265,6 +268,7 @@ export class Balancer {
   close(): void {
     this.#closed = true;
     this.#stopPushback();
+    this.#unwatchGuards();
     this.#timer?.cancel();
     this.#timer = undefined;
   }
@@ -301,15 +305,41 @@ export class Balancer {
     Object.freeze(tracked);
     const fn = tracked.length > 0 ? this.#builder.build(tracked) : undefined;
     this.#picker = new PublishedPicker(tracked, fn, none);
+    this.#watchGuards();
     for (const listener of this.#listeners) listener(this.#picker);
+  }
+
+  /** Arms a watch on each guarded endpoint of the plan: its guard lifts at that response. */
+  #watchGuards(): void {
+    this.#unwatchGuards();
+    if (!this.#plan.some((s) => s.guarded)) return;
+    const lifts = this.#shaper.guardLifts();
+    for (const s of this.#plan) {
+      const atLeast = s.guarded ? lifts.get(s.endpoint.key) : undefined;
+      const load = atLeast === undefined ? undefined : this.loads.peek(s.endpoint.key);
+      if (load === undefined || atLeast === undefined) continue;
+      this.#stopGuardWatches.push(this.loads.watchResponses(load.index, atLeast, () => this.#replanNow()));
+    }
+  }
+
+  #unwatchGuards(): void {
+    if (this.#stopGuardWatches.length === 0) return;
+    for (const stop of this.#stopGuardWatches) stop();
+    this.#stopGuardWatches = [];
+  }
+
+  /** Re-plans on the current figures, publishes if a weight changed, and keeps the tick armed. */
+  #replanNow(): void {
+    if (this.#closed) return;
+    const plan = this.#shaper.plan(this.#kept, this.loads);
+    if (!samePlan(plan, this.#plan)) this.#publish(plan);
+    this.#schedule();
   }
 
   /** An endpoint pushed back: re-plan now unless a tick is already armed (it will see the pushback). */
   #pushedBack(): void {
     if (this.#closed || !this.#shaper.pushedBack() || this.#timer !== undefined) return;
-    const plan = this.#shaper.plan(this.#kept, this.loads);
-    if (!samePlan(plan, this.#plan)) this.#publish(plan);
-    this.#schedule();
+    this.#replanNow();
   }
 
   /** Arms the refresh tick while weights move with time. */
@@ -319,9 +349,7 @@ export class Balancer {
       this.#timer = undefined;
       if (this.#closed) return;
       this.#shaper.step(this.#kept, this.loads);
-      const plan = this.#shaper.plan(this.#kept, this.loads);
-      if (!samePlan(plan, this.#plan)) this.#publish(plan);
-      this.#schedule();
+      this.#replanNow();
     }, this.#refreshMs);
   }
 }

@@ -23,6 +23,7 @@ import type { Clock } from '../core/clock.js';
 import { opt, parseOptions } from '../core/options.js';
 import type { LoadReport } from './load-report.js';
 import { ReportedLoad, ReportField, type ReportFieldName, unreportedField } from './reported-load.js';
+import { ResponseWatches } from './response-watches.js';
 
 export interface LoadOptions {
   /** Latency assumed for an endpoint with no observation yet, in ms. */
@@ -267,6 +268,7 @@ export class LoadTracker {
   #stats = new Float64Array(INITIAL_CAPACITY * STRIDE);
   #reported: ReportedLoad | undefined;
   readonly #pushbackListeners = new Set<(index: number) => void>();
+  readonly #watches = new ResponseWatches();
   /** Indices handed out so far (free or in use). */
   #used = 0;
   /** Indices freed by `prune()`, reused first. */
@@ -337,6 +339,9 @@ export class LoadTracker {
     } else {
       stats[row + ERRORS] = (stats[row + ERRORS] as number) + 1;
       stats[row + CONSECUTIVE_ERRORS] = (stats[row + CONSECUTIVE_ERRORS] as number) + 1;
+    }
+    if (this.#watches.size !== 0) {
+      this.#watches.check(index, (stats[row + SUCCESSES] as number) + (stats[row + ERRORS] as number));
     }
   }
 
@@ -416,6 +421,14 @@ export class LoadTracker {
     return () => this.#pushbackListeners.delete(listener);
   }
 
+  /**
+   * Calls `listener` once record `index` has answered (successes and errors) `atLeast` times;
+   * returns the function that disarms it. The watch goes with the record when it is pruned.
+   */
+  watchResponses(index: number, atLeast: number, listener: () => void): () => void {
+    return this.#watches.add(index, atLeast, listener);
+  }
+
   /** A `ReportField` of record `index`, without making the `ReportedLoad` (NaN / 0 before it exists). */
   reportedField(index: number, field: number): number {
     const r = this.#reported;
@@ -460,6 +473,7 @@ export class LoadTracker {
     own.#used = 1;
     own.#loads.set(load.key, load);
     rebindRecord(load, own, 0);
+    this.#watches.clear(index);
     this.#free.push(index);
   }
 

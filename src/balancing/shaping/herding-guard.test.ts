@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../core/clock.js';
+import { EndpointSet } from '../../core/endpoint-set.js';
 import { SeededRandom } from '../../core/random.js';
 import { Balancer } from '../balancer.js';
 import { EndpointLoad } from '../endpoint-load.js';
+import { endpointInputs } from '../testing/fixtures.js';
 import { FleetHarness, type FleetPod } from '../testing/fleet-harness.js';
 import { guardDrawWeight, medianLatencyMs, parseHerdingGuardOptions } from './herding-guard.js';
 
@@ -98,6 +100,33 @@ describe('herding guard', () => {
     fresh.seed(500);
     expect(fresh.estimateMs).toBeLessThan(500);
   });
+
+  it.each(['least-request', 'peak-ewma'])(
+    '%s: the guard lifts at the response that ends it, with no tick in between',
+    (policy) => {
+      const clock = new ManualClock();
+      const b = new Balancer({ policy, clock, random: new SeededRandom(3) });
+      const inputs = endpointInputs(4);
+      b.update(EndpointSet.from(inputs.slice(0, 3)));
+      // The old endpoints carry requests, so the new one (nothing in flight) looks free.
+      for (const e of b.picker.endpoints) for (let i = 0; i < 2; i++) e.load.start();
+      b.update(EndpointSet.from(inputs));
+      const fresh = b.loads.get('10.0.0.3:8443');
+      const state = () => b.weights().find((w) => w.key === '10.0.0.3:8443');
+      const oldWeight = b.weights()[0]?.weight as number;
+      expect(state()?.guarded).toBe(true);
+      expect(state()?.weight).toBeLessThan(oldWeight);
+      const published: number[] = [];
+      b.onPicker(() => published.push(clock.now()));
+      for (let i = 0; i < 9; i++) fresh.end(fresh.start(), true);
+      expect(state()?.guarded).toBe(true);
+      fresh.end(fresh.start(), false);
+      expect(state()?.guarded).toBe(false);
+      expect(state()?.weight).toBe(oldWeight);
+      expect(published).toEqual([0]);
+      b.close();
+    },
+  );
 
   it.each(['least-request', 'peak-ewma'])(
     '%s, 12 balancers: a new pod’s busiest second stays <= 1.5x fair with the guard; the herd shows without it',

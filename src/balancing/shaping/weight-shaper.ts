@@ -172,6 +172,18 @@ export class WeightShaper {
     this.zone.update(set, eligible);
   }
 
+  /**
+   * Guarded endpoints (as of the last plan) and the response count of their load record at
+   * which the guard lifts: the caller may re-plan then instead of waiting for its tick.
+   */
+  guardLifts(): ReadonlyMap<string, number> {
+    const guard = this.options.herdingGuard;
+    const lifts = new Map<string, number>();
+    if (guard === false) return lifts;
+    for (const [key, from] of this.#guardFrom) lifts.set(key, from + guard.minResponses);
+    return lifts;
+  }
+
   /** One zone-controller step on the current figures (called on each tick). */
   step(kept: readonly Endpoint[], loads: LoadTracker): void {
     if (this.options.followsWeights) this.zone.step(kept, loads);
