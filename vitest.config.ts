@@ -5,6 +5,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const ISOLATED = [
   // Registers a probe policy; the conformance and allocation suites iterate every registered one.
   'src/balancing/balancer.test.ts',
+  // Measures bytes per pick, which depends on what V8 learnt from every earlier caller of the
+  // same picker code in the process (see the file).
+  'src/balancing/allocation.test.ts',
   // Timing-sensitive and flaky under load in either mode (2 of 5 runs of test/proxy here, one
   // sharing a worker, one in its own): kept apart so that a failure is never blamed on sharing.
   'test/proxy/proxy-fair-share.test.ts',

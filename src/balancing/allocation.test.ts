@@ -4,6 +4,13 @@
  * is 16, one on every other pick 8). Each policy gets a warm-up so the measured code is optimised, and the least of
  * several batches counts, so a collection or a late compilation cannot fail the test — only an
  * allocation on every pick can.
+ *
+ * This file runs in a worker of its own (vitest.config.ts, ISOLATED): a picker's code is shared
+ * by every picker of its policy in the process, and so is what V8 learnt from the contexts they
+ * were given. Run after the other balancing files in one worker, the ring-hash and maglev pickers
+ * had seen contexts of so many shapes that each read of `context.hash` was a generic load, which
+ * boxes the number: 32 bytes per pick (two reads of 16), in one order of the files and not in
+ * another.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
