@@ -312,12 +312,13 @@ export class Balancer {
   /** Arms a watch on each guarded endpoint of the plan: its guard lifts at that response. */
   #watchGuards(): void {
     this.#unwatchGuards();
-    if (!this.#plan.some((s) => s.guarded)) return;
-    const lifts = this.#shaper.guardLifts();
+    let lifts: ReadonlyMap<string, number> | undefined;
     for (const s of this.#plan) {
-      const atLeast = s.guarded ? lifts.get(s.endpoint.key) : undefined;
-      const load = atLeast === undefined ? undefined : this.loads.peek(s.endpoint.key);
-      if (load === undefined || atLeast === undefined) continue;
+      if (!s.guarded) continue;
+      lifts ??= this.#shaper.guardLifts();
+      const atLeast = lifts.get(s.endpoint.key);
+      const load = this.loads.peek(s.endpoint.key);
+      if (atLeast === undefined || load === undefined) continue;
       this.#stopGuardWatches.push(this.loads.watchResponses(load.index, atLeast, () => this.#replanNow()));
     }
   }

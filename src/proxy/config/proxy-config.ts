@@ -1,11 +1,11 @@
 /**
  * Loading the proxy configuration: YAML (or JSON) text or CLI flags → a validated, frozen
  * `ProxyConfig` with every default filled in. Validation runs once per load: the JSON schema
- * (ajv's code for it, generated at build time) first, then the checks a schema cannot express (a route names a known cluster, a
- * policy is registered, a target URI parses, TLS files exist), then the cross-field constraints
- * of `config-constraints.ts` (ordered deadlines, ports, PEM contents). Every failure is an
- * `EVENLB_INVALID_CONFIG` error whose message names the field (`clusters[0].policy`) and the
- * expected value; nothing is started from an invalid configuration.
+ * (ajv's code for it, generated at build time) first, then the checks a schema cannot express
+ * (a route names a known cluster, a policy is registered, a target URI parses, TLS files exist),
+ * then the cross-field constraints of `config-constraints.ts` (ordered deadlines, ports, PEM
+ * contents). Every failure is an `EVENLB_INVALID_CONFIG` error whose message names the field
+ * (`clusters[0].policy`) and the expected value; nothing is started from an invalid configuration.
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
